@@ -1,0 +1,30 @@
+# make demo: set up .venv if missing, make the synthetic data if missing, then
+# train and evaluate the quickstart experiment. make test: the test suite.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+DATA := data/synthetic
+MODEL_DIR ?= runs/quickstart
+
+.PHONY: demo test clean
+
+$(BIN)/train_and_eval: requirements.lock setup.py pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==24.3.1
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+$(DATA)/val-00000-of-00004.tfrecord: | $(BIN)/train_and_eval
+	$(BIN)/python tools/make_synthetic_dataset.py --output_dir=$(DATA)
+
+demo: $(BIN)/train_and_eval $(DATA)/val-00000-of-00004.tfrecord
+	rm -rf $(MODEL_DIR)
+	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
+	  --model_dir=$(MODEL_DIR)
+
+test: $(BIN)/train_and_eval
+	$(BIN)/python -m pytest -n 2 --dist=loadfile -q tests
+
+clean:
+	rm -rf $(VENV) data runs

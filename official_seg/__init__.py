@@ -1,0 +1,1 @@
+"""official_seg: DeepLab-class semantic segmentation on the Estimator API."""

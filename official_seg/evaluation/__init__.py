@@ -1,0 +1,1 @@
+"""Evaluation stages: exact metrics and their records."""

@@ -1,0 +1,97 @@
+"""Exact segmentation metrics from a streaming confusion matrix."""
+
+import numpy as np
+import tensorflow as tf
+
+
+def confusion_matrices(labels, predictions, num_classes, ignore_label):
+  """Per-example confusion matrices over the pixels that are not ignored.
+
+  Computed on the device (TPU included) so only [B, C, C] counts leave it.
+
+  Args:
+    labels: int32 [B, H, W] or [B, H, W, 1].
+    predictions: int32 [B, H, W].
+    num_classes: int, C.
+    ignore_label: int; these pixels, and padding, count nowhere.
+
+  Returns:
+    int32 [B, C, C]; row is the true class, column the predicted one.
+  """
+  labels = tf.reshape(labels, tf.shape(predictions))
+  batch = tf.shape(labels)[0]
+  valid = tf.not_equal(labels, ignore_label)
+  safe_labels = tf.where(valid, labels, tf.zeros_like(labels))
+  example = tf.broadcast_to(
+      tf.reshape(tf.range(batch), [-1, 1, 1]), tf.shape(labels))
+  index = (example * num_classes + safe_labels) * num_classes + predictions
+  counts = tf.math.unsorted_segment_sum(
+      tf.cast(valid, tf.int32), index, batch * num_classes * num_classes)
+  return tf.reshape(counts, [batch, num_classes, num_classes])
+
+
+def iou_from_confusion(confusion):
+  """Per-class IoU, mean IoU and pixel accuracy from a confusion matrix.
+
+  A class absent from both labels and predictions has no IoU (NaN) and is
+  left out of the mean, as in the PASCAL VOC and Cityscapes benchmarks.
+
+  Args:
+    confusion: float64 [C, C] tensor, rows true class, columns predicted.
+
+  Returns:
+    (per_class_iou [C], mean_iou scalar, pixel_accuracy scalar), float64.
+  """
+  true_positive = tf.linalg.diag_part(confusion)
+  union = (tf.reduce_sum(confusion, 0) + tf.reduce_sum(confusion, 1)
+           - true_positive)
+  present = union > 0
+  per_class = tf.where(present, true_positive / tf.where(present, union, 1.0),
+                       tf.constant(np.nan, tf.float64))
+  mean_iou = tf.math.divide_no_nan(
+      tf.reduce_sum(tf.where(present, per_class, 0.0)),
+      tf.reduce_sum(tf.cast(present, tf.float64)))
+  accuracy = tf.math.divide_no_nan(tf.reduce_sum(true_positive),
+                                   tf.reduce_sum(confusion))
+  return per_class, mean_iou, accuracy
+
+
+def _metric_variable(name, shape):
+  return tf.compat.v1.get_local_variable(
+      name, shape=shape, dtype=tf.float64,
+      initializer=tf.compat.v1.zeros_initializer(),
+      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES,
+                   tf.compat.v1.GraphKeys.METRIC_VARIABLES])
+
+
+def metric_fn(confusion, valid, class_names):
+  """Streaming metrics; runs on the host (TPU) or as eval_metric_ops (CPU/GPU).
+
+  Accumulates in float64 so counts stay exact far beyond 2**24 pixels.
+
+  Args:
+    confusion: int32 [B, C, C] from `confusion_matrices`.
+    valid: float [B], 1 for real examples and 0 for batch padding.
+    class_names: list of C class names, naming the per-class IoU metrics.
+
+  Returns:
+    dict of metric name to (value, update_op): 'mean_iou', 'pixel_accuracy',
+    'num_images' and 'iou/<class name>' for each class.
+  """
+  num_classes = len(class_names)
+  total = _metric_variable('total_confusion_matrix',
+                           [num_classes, num_classes])
+  images = _metric_variable('num_images', [])
+  update_cm = tf.compat.v1.assign_add(
+      total, tf.reduce_sum(tf.cast(confusion, tf.float64), 0))
+  update_images = tf.compat.v1.assign_add(
+      images, tf.reduce_sum(tf.cast(valid, tf.float64)))
+  per_class, mean_iou, accuracy = iou_from_confusion(total)
+  metrics = {
+      'mean_iou': (mean_iou, update_cm),
+      'pixel_accuracy': (accuracy, update_cm),
+      'num_images': (tf.identity(images), update_images),
+  }
+  for index, name in enumerate(class_names):
+    metrics[f'iou/{name}'] = (per_class[index], update_cm)
+  return metrics

@@ -1,0 +1,1 @@
+"""Model stages: the DeepLab network and its losses."""

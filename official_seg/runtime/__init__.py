@@ -1,0 +1,1 @@
+"""Runtime: gin parsing, run configs, estimators and experiment modes."""

@@ -1,0 +1,1 @@
+"""Training stages: schedules, optimizers, summaries and the model_fn."""

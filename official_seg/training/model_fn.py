@@ -1,0 +1,121 @@
+"""model_fn for Estimator and TPUEstimator: glues model, loss, optimizer and metrics."""
+
+import collections
+import functools
+
+import gin
+import tensorflow as tf
+
+from official_seg.evaluation import metrics
+from official_seg.modeling import losses
+from official_seg.modeling import model as model_lib
+from official_seg.training import optimizers
+from official_seg.training import schedules
+from official_seg.training import summaries
+
+ModeKeys = tf.estimator.ModeKeys
+TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
+
+
+def upsampled_logits(logits, images):
+  """Resizes logits bilinearly to the input image size, as DeepLab does."""
+  return tf.image.resize(logits, tf.shape(images)[1:3], method='bilinear')
+
+
+def _predict_spec(logits, features):
+  logits = upsampled_logits(logits, features['image'])
+  predictions = {
+      'semantic': tf.argmax(logits, axis=-1, output_type=tf.int32),
+      'probabilities': tf.nn.softmax(logits),
+      'height': features['height'],
+      'width': features['width'],
+  }
+  return TPUEstimatorSpec(ModeKeys.PREDICT, predictions=predictions)
+
+
+def _eval_spec(logits, features, labels, loss, class_names, ignore_label):
+  predictions = tf.argmax(upsampled_logits(logits, features['image']),
+                          axis=-1, output_type=tf.int32)
+  confusion = metrics.confusion_matrices(labels, predictions,
+                                         len(class_names), ignore_label)
+  metric_fn = functools.partial(metrics.metric_fn, class_names=class_names)
+  return TPUEstimatorSpec(
+      ModeKeys.EVAL, loss=loss,
+      eval_metrics=(metric_fn, {'confusion': confusion,
+                                'valid': features['valid']}))
+
+
+def _train_spec(model, images, loss, seg_loss, params, model_dir):
+  global_step = tf.compat.v1.train.get_or_create_global_step()
+  learning_rate = schedules.learning_rate(global_step)
+  optimizer = optimizers.make_optimizer(learning_rate,
+                                         use_tpu=params.get('use_tpu', False))
+  # Keras layers built in a graph keep their batch-norm updates per input.
+  update_ops = model.get_updates_for(images) + model.get_updates_for(None)
+  train_op = optimizers.train_op(optimizer, loss, model.trainable_variables,
+                                 update_ops)
+  host_call = summaries.host_call(
+      model_dir, global_step,
+      {'loss/total': loss, 'loss/segmentation': seg_loss,
+       'learning_rate': learning_rate})
+  return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
+                          host_call=host_call)
+
+
+Task = collections.namedtuple('Task', 'num_classes class_names ignore_label')
+
+
+@gin.configurable
+def segmentation_task(num_classes=gin.REQUIRED, class_names=gin.REQUIRED,
+                      ignore_label=gin.REQUIRED):
+  """The dataset facts the model_fn needs, from the dataset's gin macros.
+
+  Args:
+    num_classes: int (NUM_CLASSES).
+    class_names: list of `num_classes` names (CLASS_NAMES).
+    ignore_label: int (IGNORE_LABEL).
+
+  Returns:
+    A `Task`.
+
+  Raises:
+    ValueError: CLASS_NAMES and NUM_CLASSES disagree.
+  """
+  if len(class_names) != num_classes:
+    raise ValueError(
+        f'CLASS_NAMES has {len(class_names)} names but NUM_CLASSES is '
+        f'{num_classes}; set both in the dataset gin file.')
+  return Task(num_classes, list(class_names), ignore_label)
+
+
+def model_fn(features, labels, mode, params, config):
+  """The TPUEstimator model_fn; `estimator_model_fn` adapts it to Estimator.
+
+  Args:
+    features: dict with 'image' float32 [B, H, W, 3], 'height' and 'width'
+      int32 [B], and 'valid' float32 [B] (0 marks batch padding).
+    labels: int32 [B, H, W, 1], or None in PREDICT.
+    mode: a `tf.estimator.ModeKeys`.
+    params: dict; 'use_tpu' says whether this runs on a real TPU.
+    config: the run config; its `model_dir` receives summaries.
+
+  Returns:
+    A `TPUEstimatorSpec`.
+  """
+  task = segmentation_task()
+  model = model_lib.build_model(num_classes=task.num_classes)
+  images = features['image']
+  logits = model(images, training=mode == ModeKeys.TRAIN)['logits']
+  if mode == ModeKeys.PREDICT:
+    return _predict_spec(logits, features)
+  loss, seg_loss = losses.total_loss(model, logits, labels)
+  if mode == ModeKeys.EVAL:
+    return _eval_spec(logits, features, labels, seg_loss, task.class_names,
+                      task.ignore_label)
+  return _train_spec(model, images, loss, seg_loss, params, config.model_dir)
+
+
+def estimator_model_fn(features, labels, mode, params, config):
+  """The same model_fn for `tf.estimator.Estimator` (CPU, GPU, strategies)."""
+  spec = model_fn(features, labels, mode, params, config)
+  return spec.as_estimator_spec()

@@ -1,0 +1,34 @@
+"""Packaging for official_seg; gin files ship as package data under official_seg/gin."""
+
+import glob
+import os
+
+import setuptools
+
+_GIN_FILES = sorted(os.path.relpath(path, 'gin')
+                    for path in glob.glob('gin/**/*.gin', recursive=True))
+
+setuptools.setup(
+    name='official_seg',
+    version='0.1.0',
+    description='DeepLab-class semantic segmentation on the Estimator API.',
+    python_requires='>=3.11,<3.12',
+    packages=setuptools.find_packages(include=['official_seg', 'official_seg.*'])
+    + ['official_seg.gin'],
+    # The repository keeps gin files at the top level; installed, they live
+    # inside the package so the binary finds them from any directory.
+    package_dir={'official_seg.gin': 'gin'},
+    package_data={'official_seg.gin': _GIN_FILES},
+    # TensorFlow itself comes through tf-models-official (the CUDA build);
+    # requirements.lock pins tensorflow-cpu instead for CPU machines.
+    install_requires=[
+        'tensorflow-estimator==2.15.0',
+        'tf-models-official==2.15.0',
+        'gin-config',
+        'absl-py',
+        'numpy<2',
+    ],
+    entry_points={
+        'console_scripts': ['train_and_eval=official_seg.train_and_eval:run'],
+    },
+)

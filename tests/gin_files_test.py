@@ -1,0 +1,68 @@
+"""Every shipped gin file parses and builds its model and learning rate."""
+
+import glob
+import os
+
+from absl.testing import parameterized
+import gin
+import tensorflow as tf
+
+from official_seg.runtime import gin_config
+from official_seg.training import model_fn as model_fn_lib
+from official_seg.modeling import model as model_lib
+from official_seg.training import schedules
+
+_ROOT = gin_config.gin_dir()
+_FILES = sorted(os.path.relpath(p, _ROOT)
+                for p in glob.glob(os.path.join(_ROOT, '**', '*.gin'),
+                                   recursive=True))
+# Layer files are checked on top of the quickstart experiment; experiments
+# and base.gin stand alone (base.gin needs a dataset and a backbone).
+_STANDALONE = {'base.gin': ['datasets/synthetic.gin', 'backbones/mobilenet_v2.gin']}
+_MACROS = ['TRAIN_STEPS = 10', "DATA_DIR = '/nonexistent'"]
+
+
+def _files_for(name):
+  if name.startswith('experiments/'):
+    return [name]
+  if name in _STANDALONE:
+    return [name] + _STANDALONE[name]
+  return ['experiments/quickstart.gin', name]
+
+
+class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_found_the_shipped_files(self):
+    self.assertIn('experiments/quickstart.gin', _FILES)
+    self.assertIn('datasets/pascal_voc.gin', _FILES)
+    self.assertGreaterEqual(len([f for f in _FILES if f.startswith('backbones/')]), 4)
+
+  @parameterized.parameters(*_FILES)
+  def test_parses_and_builds(self, name):
+    gin_config.parse(_files_for(name), _MACROS)
+    task = model_fn_lib.segmentation_task()
+    with tf.Graph().as_default():
+      model = model_lib.build_model(num_classes=task.num_classes)
+      logits = model(tf.zeros([1, 65, 65, 3]), training=True)['logits']
+      rate = schedules.learning_rate(tf.constant(3, tf.int64))
+    self.assertEqual(logits.shape[-1], task.num_classes)
+    self.assertEqual(rate.dtype, tf.float32)
+
+  def test_unknown_binding_names_the_file(self):
+    path = os.path.join(self.create_tempdir().full_path, 'typo.gin')
+    with open(path, 'w') as f:
+      f.write("include 'experiments/quickstart.gin'\nParser.crop_sise = [9, 9]\n")
+    with self.assertRaisesRegex(ValueError, r'(?s)crop_sise.*typo\.gin.*line 2'):
+      gin_config.parse([path], [])
+
+  def test_missing_gin_file_names_both_places(self):
+    with self.assertRaisesRegex(FileNotFoundError, 'nope.gin'):
+      gin_config.parse(['gin/experiments/nope.gin'], [])
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,105 @@
+"""Tests for the segmentation loss: exact values, ignore pixels, options."""
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.modeling import losses
+from official_seg.modeling import model as model_lib
+
+IGNORE = 255
+# One image, 2x2 pixels, 3 classes; the top-right pixel is ignored.
+LOGITS = np.array([[[[2.0, 0.5, -1.0], [0.3, 0.2, 0.1]],
+                    [[-0.5, 1.5, 0.0], [1.0, -2.0, 3.0]]]], np.float32)
+LABELS = np.array([[[[0], [IGNORE]], [[2], [1]]]], np.int32)
+
+
+def _log_softmax(logits):
+  shifted = logits - logits.max(-1, keepdims=True)
+  return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def _pixel_losses(smoothing=0.0):
+  """Per-pixel cross-entropy of the valid pixels, in NumPy."""
+  log_probs = _log_softmax(LOGITS[0].reshape(-1, 3))
+  labels = LABELS[0].reshape(-1)
+  valid = labels != IGNORE
+  targets = np.eye(3)[np.where(valid, labels, 0)] * (1 - smoothing) + smoothing / 3
+  return -(targets * log_probs).sum(-1)[valid], labels[valid]
+
+
+class LossesTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def _loss(self, **kwargs):
+    return float(losses.segmentation_loss(
+        tf.constant(LOGITS), tf.constant(LABELS), ignore_label=IGNORE, **kwargs))
+
+  def test_mean_over_valid_pixels(self):
+    per_pixel, _ = _pixel_losses()
+    # The Model Garden loss divides by (valid pixels + 1e-5).
+    self.assertAllClose(self._loss(), per_pixel.mean(), rtol=1e-5)
+
+  def test_ignore_pixels_get_zero_gradient(self):
+    logits = tf.constant(LOGITS)
+    with tf.GradientTape() as tape:
+      tape.watch(logits)
+      loss = losses.segmentation_loss(logits, tf.constant(LABELS),
+                                      ignore_label=IGNORE)
+    grad = tape.gradient(loss, logits).numpy()
+    self.assertAllEqual(grad[0, 0, 1], np.zeros(3))
+    self.assertGreater(np.abs(grad[0, 0, 0]).sum(), 0)
+    self.assertGreater(np.abs(grad[0, 1, 1]).sum(), 0)
+
+  def test_ignore_pixel_value_does_not_change_loss(self):
+    changed = LOGITS.copy()
+    changed[0, 0, 1] = [50.0, -50.0, 7.0]
+    loss = losses.segmentation_loss(tf.constant(changed), tf.constant(LABELS),
+                                    ignore_label=IGNORE)
+    self.assertAllClose(float(loss), self._loss(), rtol=1e-6)
+
+  def test_class_weights(self):
+    per_pixel, labels = _pixel_losses()
+    weights = np.array([0.5, 2.0, 1.0])
+    expected = (per_pixel * weights[labels]).sum() / len(labels)
+    self.assertAllClose(self._loss(class_weights=list(weights)), expected,
+                        rtol=1e-5)
+
+  def test_label_smoothing(self):
+    per_pixel, _ = _pixel_losses(smoothing=0.1)
+    self.assertAllClose(self._loss(label_smoothing=0.1), per_pixel.mean(),
+                        rtol=1e-5)
+
+  def test_top_k_keeps_the_hardest_pixels(self):
+    per_pixel, _ = _pixel_losses()
+    # Half of the 4 pixels: the two largest losses among the valid ones.
+    expected = np.sort(per_pixel)[-2:].mean()
+    self.assertAllClose(self._loss(top_k_percent_pixels=0.5), expected,
+                        rtol=1e-5)
+
+  def test_total_loss_adds_weight_decay(self):
+    gin.parse_config([
+        "build_model.backbone = @backbones.MobileNet",
+        "backbones.MobileNet.filter_size_scale = 0.35",
+        "build_model.weight_decay = 0.01",
+        "decoders.ASPP.dilation_rates = []",
+        "decoders.ASPP.num_filters = 8",
+        "segmentation_loss.ignore_label = 255",
+    ])
+    model = model_lib.build_model(num_classes=3)
+    images = tf.zeros([1, 33, 33, 3])
+    logits = model(images, training=False)['logits']
+    labels = tf.zeros([1, 33, 33, 1], tf.int32)
+    total, seg = losses.total_loss(model, logits, labels)
+    kernels = [v for v in model.trainable_variables
+               if 'kernel' in v.name and 'depthwise' not in v.name]
+    expected = 0.01 / 2 * sum(float(tf.reduce_sum(v ** 2)) for v in kernels)
+    self.assertGreater(expected, 0)
+    self.assertAllClose(float(total - seg), expected, rtol=1e-4)
+
+
+if __name__ == '__main__':
+  tf.test.main()

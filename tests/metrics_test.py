@@ -1,0 +1,97 @@
+"""Tests that mIoU, per-class IoU and pixel accuracy equal a NumPy reference."""
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+
+from official_seg.evaluation import metrics
+
+IGNORE = 255
+NAMES = ['bg', 'a', 'b', 'absent', 'c']
+
+
+def _random_batch(rng, batch=3, height=13, width=17):
+  """Labels and predictions over 5 classes; class 3 appears in neither."""
+  present = np.array([0, 1, 2, 4])
+  labels = rng.choice(present, size=(batch, height, width))
+  labels[rng.random(labels.shape) < 0.2] = IGNORE
+  predictions = rng.choice(present, size=(batch, height, width))
+  return labels.astype(np.int32), predictions.astype(np.int32)
+
+
+def _numpy_reference(labels, predictions, num_classes):
+  valid = labels != IGNORE
+  confusion = np.zeros((num_classes, num_classes), np.int64)
+  np.add.at(confusion, (labels[valid], predictions[valid]), 1)
+  tp = np.diag(confusion).astype(np.float64)
+  union = confusion.sum(0) + confusion.sum(1) - tp
+  with np.errstate(invalid='ignore'):
+    iou = tp / union
+  return confusion, iou, np.nanmean(iou), tp.sum() / confusion.sum()
+
+
+class MetricsTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_confusion_matrices_per_example(self):
+    labels, predictions = _random_batch(np.random.default_rng(0))
+    confusion = metrics.confusion_matrices(
+        tf.constant(labels[..., None]), tf.constant(predictions), 5, IGNORE)
+    self.assertEqual(confusion.shape, (3, 5, 5))
+    for i in range(3):
+      expected, _, _, _ = _numpy_reference(labels[i], predictions[i], 5)
+      self.assertAllEqual(confusion[i], expected)
+
+  @parameterized.parameters(1, 2, 4)
+  def test_streaming_metrics_equal_numpy(self, num_batches):
+    rng = np.random.default_rng(num_batches)
+    batches = [_random_batch(rng) for _ in range(num_batches)]
+    # A padding example (all ignore, valid 0) rides along in the last batch.
+    padded_labels = np.full((1, 13, 17), IGNORE, np.int32)
+    batches[-1] = (np.concatenate([batches[-1][0], padded_labels]),
+                   np.concatenate([batches[-1][1], np.zeros_like(padded_labels)]))
+    all_labels = np.concatenate([b[0] for b in batches])
+    all_predictions = np.concatenate([b[1] for b in batches])
+    _, iou, mean_iou, accuracy = _numpy_reference(all_labels, all_predictions, 5)
+    self.assertTrue(np.isnan(iou[3]))
+
+    with tf.Graph().as_default():
+      labels_ph = tf.compat.v1.placeholder(tf.int32, [None, 13, 17])
+      predictions_ph = tf.compat.v1.placeholder(tf.int32, [None, 13, 17])
+      valid_ph = tf.compat.v1.placeholder(tf.float32, [None])
+      confusion = metrics.confusion_matrices(labels_ph, predictions_ph, 5, IGNORE)
+      ops = metrics.metric_fn(confusion, valid_ph, NAMES)
+      updates = tf.group(*[update for _, update in ops.values()])
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.local_variables_initializer())
+        for index, (labels, predictions) in enumerate(batches):
+          valid = np.ones(len(labels), np.float32)
+          if index == len(batches) - 1:
+            valid[-1] = 0.0
+          sess.run(updates, {labels_ph: labels, predictions_ph: predictions,
+                             valid_ph: valid})
+        values = sess.run({name: value for name, (value, _) in ops.items()})
+
+    self.assertAllClose(values['mean_iou'], mean_iou, rtol=1e-12)
+    self.assertAllClose(values['pixel_accuracy'], accuracy, rtol=1e-12)
+    self.assertEqual(values['num_images'], 3 * num_batches)
+    for index, name in enumerate(NAMES):
+      if np.isnan(iou[index]):
+        self.assertTrue(np.isnan(values[f'iou/{name}']))
+      else:
+        self.assertAllClose(values[f'iou/{name}'], iou[index], rtol=1e-12)
+
+  def test_perfect_prediction_is_one(self):
+    labels = np.array([[[0, 1], [IGNORE, 1]]], np.int32)
+    confusion = metrics.confusion_matrices(tf.constant(labels),
+                                           tf.constant(np.where(labels == IGNORE, 0, labels)),
+                                           3, IGNORE)
+    per_class, mean_iou, accuracy = metrics.iou_from_confusion(
+        tf.cast(tf.reduce_sum(confusion, 0), tf.float64))
+    self.assertAllClose(per_class[:2], [1.0, 1.0])
+    self.assertTrue(np.isnan(per_class[2]))
+    self.assertEqual(float(mean_iou), 1.0)
+    self.assertEqual(float(accuracy), 1.0)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,67 @@
+"""model_fn in TRAIN, EVAL and PREDICT under Estimator and TPUEstimator(use_tpu=False)."""
+
+import os
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+
+from official_seg.runtime import run_config as run_config_lib
+import testing_utils
+
+
+class ModelFnTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
+
+  def _estimator(self, use_tpu_estimator, model_dir):
+    testing_utils.parse_tiny_quickstart(
+        self.data_dir, train_steps=3,
+        extra=[f'build_estimator.use_tpu_estimator = {use_tpu_estimator}'])
+    config = run_config_lib.build_run_config(model_dir)
+    return run_config_lib.build_estimator(config)
+
+  @parameterized.named_parameters(('estimator', False),
+                                  ('tpu_estimator', True))
+  def test_train_eval_predict(self, use_tpu_estimator):
+    model_dir = self.create_tempdir().full_path
+    estimator, train_fn, eval_fn = self._estimator(use_tpu_estimator, model_dir)
+    if use_tpu_estimator:
+      self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
+
+    estimator.train(train_fn, max_steps=1)
+    first = tf.train.load_checkpoint(estimator.latest_checkpoint())
+    estimator.train(train_fn, max_steps=3)
+    last = tf.train.load_checkpoint(estimator.latest_checkpoint())
+    self.assertEqual(last.get_tensor('global_step'), 3)
+    moving = [name for name in last.get_variable_to_shape_map()
+              if name.endswith('moving_variance')]
+    self.assertNotEmpty(moving)
+    changed = [name for name in moving
+               if not np.array_equal(first.get_tensor(name), last.get_tensor(name))]
+    # Every batch-norm layer's statistics move with training steps.
+    self.assertCountEqual(changed, moving)
+
+    result = estimator.evaluate(eval_fn, steps=None)
+    self.assertEqual(result['global_step'], 3)
+    self.assertEqual(result['num_images'], 5)
+    for key in ('mean_iou', 'pixel_accuracy', 'loss', 'iou/background',
+                'iou/disk', 'iou/box', 'iou/triangle'):
+      self.assertIn(key, result)
+    self.assertBetween(result['mean_iou'], 0.0, 1.0)
+
+    predictions = list(estimator.predict(eval_fn, yield_single_examples=True))
+    # Eval batches are padded to EVAL_BATCH_SIZE=2: 5 images give 6 rows.
+    self.assertLen(predictions, 6)
+    self.assertEqual(predictions[0]['semantic'].shape, (41, 41))
+    self.assertEqual(predictions[0]['probabilities'].shape, (41, 41, 4))
+    self.assertAllClose(predictions[0]['probabilities'].sum(-1),
+                        np.ones((41, 41)), rtol=1e-5)
+    self.assertTrue(os.path.isdir(os.path.join(model_dir, 'eval')))
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,50 @@
+"""Tests for metrics.jsonl records and the per-class IoU table."""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from official_seg.evaluation import results
+
+_RESULT = {'global_step': np.int64(40), 'loss': np.float32(0.5),
+           'mean_iou': np.float64(0.6), 'pixel_accuracy': np.float64(0.9),
+           'num_images': np.float64(7.0), 'iou/background': np.float64(0.8),
+           'iou/cat': np.float64(0.4), 'iou/absent': np.float64(np.nan)}
+
+
+class ResultsTest(tf.test.TestCase):
+
+  def test_record_fields(self):
+    record = results.make_record(_RESULT, '/m/model.ckpt-40')
+    self.assertEqual(record['global_step'], 40)
+    self.assertEqual(record['checkpoint'], '/m/model.ckpt-40')
+    self.assertEqual(record['num_images'], 7)
+    self.assertEqual(record['per_class_iou'],
+                     {'background': 0.8, 'cat': 0.4, 'absent': None})
+    self.assertAllClose(record['loss'], 0.5)
+
+  def test_append_and_read_whole_lines(self):
+    eval_dir = os.path.join(self.create_tempdir().full_path, 'eval')
+    for step in (10, 20):
+      results.append_record(eval_dir, dict(
+          results.make_record(_RESULT, 'ckpt'), global_step=step))
+    with open(os.path.join(eval_dir, results.METRICS_FILE)) as f:
+      lines = f.read().splitlines()
+    self.assertLen(lines, 2)
+    self.assertEqual([json.loads(line)['global_step'] for line in lines], [10, 20])
+    self.assertEqual([r['global_step'] for r in results.read_records(eval_dir)],
+                     [10, 20])
+
+  def test_table_lists_every_class(self):
+    table = results.format_table(results.make_record(_RESULT, 'ckpt'))
+    self.assertIn('step 40', table)
+    self.assertRegex(table, r'cat\s+0\.4000')
+    self.assertRegex(table, r'absent\s+n/a')
+    self.assertRegex(table, r'mean IoU\s+0\.6000')
+    self.assertRegex(table, r'pixel accuracy\s+0\.9000')
+
+
+if __name__ == '__main__':
+  tf.test.main()

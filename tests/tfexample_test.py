@@ -1,0 +1,66 @@
+"""Tests for the DeepLab TFExample format."""
+
+import os
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import tfexample
+
+
+def _example(image, label, filename='a.png', image_format='png'):
+  encode = tf.io.encode_png if image_format == 'png' else tf.io.encode_jpeg
+  return tfexample.make_example(
+      encode(image).numpy(), tf.io.encode_png(label).numpy(), filename,
+      image_format, image.shape[0], image.shape[1])
+
+
+class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_keys_are_deeplab_keys(self):
+    example = _example(np.zeros((4, 5, 3), np.uint8), np.zeros((4, 5, 1), np.uint8))
+    self.assertCountEqual(example.features.feature.keys(), [
+        'image/encoded', 'image/filename', 'image/format', 'image/height',
+        'image/width', 'image/channels', 'image/segmentation/class/encoded',
+        'image/segmentation/class/format'])
+
+  @parameterized.parameters('png', 'jpeg')
+  def test_decode_round_trips_label_exactly(self, image_format):
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    label = rng.integers(0, 4, (6, 7, 1), dtype=np.uint8)
+    label[0, 0] = 255
+    serialized = _example(image, label, 'x.jpg', image_format).SerializeToString()
+    decoded = tfexample.Decoder().decode(tf.constant(serialized))
+    self.assertAllEqual(decoded['label'], label)
+    self.assertEqual(decoded['image'].shape, (6, 7, 3))
+    self.assertEqual(int(decoded['height']), 6)
+    self.assertEqual(int(decoded['width']), 7)
+    self.assertEqual(decoded['filename'].numpy(), b'x.jpg')
+    if image_format == 'png':
+      self.assertAllEqual(decoded['image'], image)
+
+  def test_size_mismatch_names_the_file(self):
+    serialized = _example(np.zeros((4, 5, 3), np.uint8),
+                          np.zeros((4, 6, 1), np.uint8),
+                          'broken_007.png').SerializeToString()
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                'broken_007.png'):
+      tfexample.Decoder().decode(tf.constant(serialized))
+
+  def test_write_shards_names_and_counts(self):
+    out = self.create_tempdir().full_path
+    examples = [_example(np.zeros((2, 2, 3), np.uint8),
+                         np.zeros((2, 2, 1), np.uint8), f'{i}.png')
+                for i in range(5)]
+    self.assertEqual(tfexample.write_shards(examples, out, 'val', 2), 5)
+    self.assertCountEqual(os.listdir(out), ['val-00000-of-00002.tfrecord',
+                                            'val-00001-of-00002.tfrecord'])
+    records = tf.data.TFRecordDataset(
+        tf.io.gfile.glob(tfexample.shard_pattern(out, 'val')))
+    self.assertEqual(sum(1 for _ in records), 5)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,92 @@
+"""End to end: the train_and_eval binary trains, evaluates and records, or fails clearly."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+import testing_utils
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_binary(model_dir, bindings, mode='train_and_eval', gin_file=None):
+  args = [sys.executable, '-m', 'official_seg.train_and_eval',
+          f'--gin_file={gin_file or "gin/experiments/quickstart.gin"}',
+          f'--model_dir={model_dir}', f'--mode={mode}']
+  args += [f'--gin_param={binding}' for binding in bindings]
+  return subprocess.run(args, cwd=_REPO, capture_output=True, text=True,
+                        timeout=600, check=False)
+
+
+class TrainAndEvalTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
+    self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+
+  def test_trains_evaluates_and_records(self):
+    bindings = testing_utils.tiny_bindings(self.data_dir, train_steps=4)
+    proc = _run_binary(self.model_dir, bindings)
+    self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-4'))
+    records = [json.loads(line) for line in open(
+        os.path.join(self.model_dir, 'eval', 'metrics.jsonl'))]
+    self.assertNotEmpty(records)
+    final = records[-1]
+    self.assertEqual(final['global_step'], 4)
+    self.assertEqual(final['num_images'], 5)
+    self.assertTrue(final['checkpoint'].endswith('model.ckpt-4'))
+    self.assertCountEqual(final['per_class_iou'],
+                          ['background', 'disk', 'box', 'triangle'])
+    for key in ('mean_iou', 'pixel_accuracy', 'loss'):
+      self.assertIsInstance(final[key], float)
+    steps = [r['global_step'] for r in records]
+    self.assertEqual(len(steps), len(set(steps)))
+
+    configs = glob.glob(os.path.join(self.model_dir, 'operative_config-*.gin'))
+    self.assertNotEmpty(configs)
+    operative = open(configs[0]).read()
+    self.assertIn('build_model.backbone = @backbones.MobileNet', operative)
+    self.assertIn(f"'{self.data_dir}'", operative)
+    self.assertIn('mean IoU', proc.stdout)
+    self.assertIn('triangle', proc.stdout)
+
+    # --mode=eval evaluates the latest checkpoint once more and appends.
+    proc = _run_binary(self.model_dir, bindings, mode='eval')
+    self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    self.assertLen(open(os.path.join(
+        self.model_dir, 'eval', 'metrics.jsonl')).readlines(), len(records) + 1)
+
+  def test_unknown_binding_exits_before_work(self):
+    proc = _run_binary(self.model_dir, testing_utils.tiny_bindings(
+        self.data_dir, extra=['Parser.crop_sise = [9, 9]']))
+    self.assertEqual(proc.returncode, 2)
+    self.assertIn('crop_sise', proc.stderr)
+    self.assertFalse(os.path.exists(self.model_dir))
+
+  def test_typo_in_gin_file_names_file_and_line(self):
+    path = os.path.join(self.create_tempdir().full_path, 'mine.gin')
+    with open(path, 'w') as f:
+      f.write("include 'experiments/quickstart.gin'\n\nbuild_modle.weight_decay = 0.1\n")
+    proc = _run_binary(self.model_dir, [], gin_file=path)
+    self.assertEqual(proc.returncode, 2)
+    self.assertRegex(proc.stderr, r'(?s)build_modle.*mine\.gin.*line 3')
+
+  def test_missing_data_names_the_pattern(self):
+    empty = self.create_tempdir().full_path
+    proc = _run_binary(self.model_dir, testing_utils.tiny_bindings(empty),
+                       mode='train')
+    self.assertEqual(proc.returncode, 1)
+    self.assertIn(f'{empty}/train-?????-of-?????.tfrecord', proc.stderr)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,1 @@
+"""Input stages: TFExample decoding, parsing and augmentation, input_fn."""

@@ -1,0 +1,139 @@
+"""The DeepLab TFExample format: writing examples and shards, and decoding them."""
+
+import os
+
+import tensorflow as tf
+
+IMAGE_ENCODED = 'image/encoded'
+IMAGE_FILENAME = 'image/filename'
+IMAGE_FORMAT = 'image/format'
+IMAGE_HEIGHT = 'image/height'
+IMAGE_WIDTH = 'image/width'
+IMAGE_CHANNELS = 'image/channels'
+LABEL_ENCODED = 'image/segmentation/class/encoded'
+LABEL_FORMAT = 'image/segmentation/class/format'
+
+SHARD_SUFFIX = '.tfrecord'
+
+
+def _bytes(value):
+  return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def _int64(value):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def make_example(image_bytes, label_bytes, filename, image_format, height,
+                 width, channels=3):
+  """Builds one DeepLab-format example.
+
+  Args:
+    image_bytes: bytes, the encoded JPEG or PNG image.
+    label_bytes: bytes, the single-channel PNG label map.
+    filename: str, the image's name, reported in errors and predictions.
+    image_format: str, 'jpeg' or 'png'.
+    height: int, image height in pixels.
+    width: int, image width in pixels.
+    channels: int, image channels.
+
+  Returns:
+    A `tf.train.Example`.
+  """
+  return tf.train.Example(features=tf.train.Features(feature={
+      IMAGE_ENCODED: _bytes(image_bytes),
+      IMAGE_FILENAME: _bytes(filename.encode('utf-8')),
+      IMAGE_FORMAT: _bytes(image_format.encode('utf-8')),
+      IMAGE_HEIGHT: _int64(height),
+      IMAGE_WIDTH: _int64(width),
+      IMAGE_CHANNELS: _int64(channels),
+      LABEL_ENCODED: _bytes(label_bytes),
+      LABEL_FORMAT: _bytes(b'png'),
+  }))
+
+
+def shard_path(output_dir, split, index, num_shards):
+  """Returns `<output_dir>/<split>-NNNNN-of-NNNNN.tfrecord`."""
+  return os.path.join(
+      output_dir, f'{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIX}')
+
+
+def shard_pattern(data_dir, split):
+  """Returns the glob that matches every shard of `split` in `data_dir`."""
+  return os.path.join(data_dir, f'{split}-?????-of-?????{SHARD_SUFFIX}')
+
+
+def write_shards(examples, output_dir, split, num_shards):
+  """Writes serialized examples round-robin into `num_shards` shards.
+
+  Args:
+    examples: iterable of `tf.train.Example`.
+    output_dir: str, the folder to write into; created when missing.
+    split: str, the split name that prefixes each shard.
+    num_shards: int, how many shards to write.
+
+  Returns:
+    The number of examples written.
+  """
+  tf.io.gfile.makedirs(output_dir)
+  writers = [tf.io.TFRecordWriter(shard_path(output_dir, split, i, num_shards))
+             for i in range(num_shards)]
+  count = 0
+  try:
+    for count, example in enumerate(examples, start=1):
+      writers[(count - 1) % num_shards].write(example.SerializeToString())
+  finally:
+    for writer in writers:
+      writer.close()
+  return count
+
+
+class Decoder:
+  """Parses serialized DeepLab examples into image, label and metadata tensors."""
+
+  def __init__(self):
+    self._keys_to_features = {
+        IMAGE_ENCODED: tf.io.FixedLenFeature((), tf.string),
+        IMAGE_FILENAME: tf.io.FixedLenFeature((), tf.string, default_value=''),
+        IMAGE_FORMAT: tf.io.FixedLenFeature((), tf.string, default_value='jpeg'),
+        IMAGE_HEIGHT: tf.io.FixedLenFeature((), tf.int64, default_value=0),
+        IMAGE_WIDTH: tf.io.FixedLenFeature((), tf.int64, default_value=0),
+        LABEL_ENCODED: tf.io.FixedLenFeature((), tf.string),
+    }
+
+  def decode(self, serialized):
+    """Decodes one serialized example.
+
+    Args:
+      serialized: scalar tf.string, a serialized `tf.train.Example`.
+
+    Returns:
+      A dict with 'image' (uint8 [H, W, 3]), 'label' (uint8 [H, W, 1]),
+      'filename' (scalar string), 'height' and 'width' (scalar int32 of the
+      decoded image).
+
+    Raises:
+      tf.errors.InvalidArgumentError: at run time, when the image and label
+        sizes differ; the message names the example's filename.
+    """
+    parsed = tf.io.parse_single_example(serialized, self._keys_to_features)
+    # decode_image handles JPEG and PNG alike; expand_animations=False keeps
+    # the rank static at 3, which the rest of the pipeline relies on.
+    image = tf.io.decode_image(parsed[IMAGE_ENCODED], channels=3,
+                               expand_animations=False)
+    label = tf.io.decode_png(parsed[LABEL_ENCODED], channels=1)
+    filename = parsed[IMAGE_FILENAME]
+    image_size = tf.shape(image)[:2]
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(image_size, tf.shape(label)[:2])),
+        ['Image and label sizes differ in example', filename, 'image',
+         image_size, 'label', tf.shape(label)[:2]])
+    with tf.control_dependencies([check]):
+      label = tf.identity(label)
+    return {
+        'image': image,
+        'label': label,
+        'filename': filename,
+        'height': image_size[0],
+        'width': image_size[1],
+    }

@@ -1,10 +1,12 @@
 # make demo: set up .venv if missing, make the synthetic data if missing, then
-# train and evaluate the quickstart experiment. make test: the test suite.
+# train and evaluate the quickstart experiment, export it as a SavedModel and
+# draw its predictions on 4 validation images. make test: the test suite.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 DATA := data/synthetic
 MODEL_DIR ?= runs/quickstart
+VIS := $(MODEL_DIR)/visualizations
 
 .PHONY: demo test clean
 
@@ -22,6 +24,14 @@ demo: $(BIN)/train_and_eval $(DATA)/val-00000-of-00004.tfrecord
 	rm -rf $(MODEL_DIR)
 	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
 	  --model_dir=$(MODEL_DIR)
+	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
+	  --model_dir=$(MODEL_DIR) --mode=export
+	$(BIN)/python -c "from official_seg.export import predictor; \
+	  predictor.write_example_files('$(DATA)/val-00000-of-00004.tfrecord', \
+	  '$(VIS)/inputs', 4)"
+	$(BIN)/python tools/predict.py --model_dir=$(MODEL_DIR) \
+	  --input=$(VIS)/inputs/images --label_dir=$(VIS)/inputs/labels \
+	  --output_dir=$(VIS)
 
 test: $(BIN)/train_and_eval
 	$(BIN)/python -m pytest -n 2 --dist=loadfile -q tests

@@ -9,8 +9,10 @@ from absl import logging
 import tensorflow as tf
 
 from official_seg.evaluation import results
+from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.runtime import run_config
 
 FLAGS = flags.FLAGS
 
@@ -25,7 +27,16 @@ flags.DEFINE_string('model_dir', None, 'Where checkpoints, summaries, the '
 flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
                   'What to run.')
 flags.DEFINE_string('checkpoint', None,
-                    'Checkpoint to evaluate in --mode=eval; default latest.')
+                    'Checkpoint to evaluate in --mode=eval or export in '
+                    '--mode=export; default latest.')
+flags.DEFINE_bool('dry_run', False, 'Check the data, the batch split and the '
+                  'model, print the operative config, and exit.')
+flags.DEFINE_string('tpu', None, 'TPU name or grpc:// address to run on with '
+                    'gin/platforms/tpu.gin; without it, TPUEstimator runs on '
+                    'the CPU.')
+flags.DEFINE_string('tpu_zone', None, 'GCE zone of --tpu; default: detected.')
+flags.DEFINE_string('gcp_project', None,
+                    'Cloud project of --tpu; default: detected.')
 flags.mark_flag_as_required('model_dir')
 
 
@@ -40,6 +51,15 @@ def _parse_gin_or_exit():
     sys.exit(2)
 
 
+def _dry_run_or_exit():
+  """--dry_run: checks and reports; a problem exits with status 1."""
+  try:
+    print(dry_run.run(FLAGS.model_dir))
+  except (OSError, ValueError) as error:
+    print(f'Dry run failed: {error}', file=sys.stderr)
+    sys.exit(1)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -51,12 +71,24 @@ def main(argv):
   # print every line twice.
   tf.get_logger().propagate = False
   _parse_gin_or_exit()
+  if FLAGS.dry_run:
+    _dry_run_or_exit()
+    return
   try:
-    record = experiment.run(FLAGS.mode, FLAGS.model_dir,
-                            checkpoint_path=FLAGS.checkpoint)
-  except FileNotFoundError as error:
-    # Missing data, checkpoints or files: the message says which and where.
+    record = experiment.run(
+        FLAGS.mode, FLAGS.model_dir, checkpoint_path=FLAGS.checkpoint,
+        tpu_address=run_config.TpuAddress(FLAGS.tpu, FLAGS.tpu_zone,
+                                          FLAGS.gcp_project))
+  except experiment.USER_ERRORS as error:
+    # Missing or corrupt data, files or checkpoints: the message says which
+    # and where, and what to do; a stack trace would add nothing.
     print(f'Error: {error}', file=sys.stderr)
+    sys.exit(1)
+  except tf.errors.InvalidArgumentError as error:
+    message = experiment.failed_check(error)
+    if message is None:
+      raise
+    print(f'Error: {message}', file=sys.stderr)
     sys.exit(1)
   if record:
     print(results.format_table(record))

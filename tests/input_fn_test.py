@@ -1,10 +1,52 @@
 """Tests for the input_fn: shards, static shapes, exact eval batches, errors."""
 
+import os
+
+import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import benchmark
 from official_seg.data import input_fn as input_lib
+from official_seg.data import synthetic
+from official_seg.data import tfexample
+from official_seg.runtime import gin_config
 import testing_utils
+
+
+def _signatures(dataset):
+  """Sorted (height, width, label sum) of the valid examples of a dataset."""
+  out = []
+  for features, labels in dataset:
+    for valid, height, width, label in zip(
+        features['valid'].numpy(), features['height'].numpy(),
+        features['width'].numpy(), labels.numpy()):
+      if valid:
+        out.append((int(height), int(width), int(label[label != 255].sum())))
+  return sorted(out)
+
+
+def _corrupt_shards(data_dir, good_record):
+  """Adds a shard with two undecodable examples and one truncated shard.
+
+  Returns:
+    The good examples the two shards still hold: 1 + 2.
+  """
+  bad = tfexample.make_example(
+      b'not an image', b'not a png', 'bad.jpg', 'jpeg', 3, 3).SerializeToString()
+  with tf.io.TFRecordWriter(
+      os.path.join(data_dir, 'val-00002-of-00004.tfrecord')) as writer:
+    for record in (bad, good_record, bad):
+      writer.write(record)
+  path = os.path.join(data_dir, 'val-00003-of-00004.tfrecord')
+  with tf.io.TFRecordWriter(path) as writer:
+    for _ in range(3):
+      writer.write(good_record)
+  with open(path, 'rb') as f:
+    data = f.read()
+  with open(path, 'wb') as f:  # Cut inside the third record.
+    f.write(data[:len(data) - 10])
+  return 3
 
 
 class InputFnTest(tf.test.TestCase):
@@ -33,6 +75,99 @@ class InputFnTest(tf.test.TestCase):
     self.assertTrue((padding_labels == 255).all())
     heights = np.concatenate([f['height'].numpy() for f, _ in batches])
     self.assertTrue(((heights[:5] >= 24) & (heights[:5] <= 40)).all())
+
+  def _build(self, is_training, batch_size=2, **kwargs):
+    with gin.config_scope('train' if is_training else 'eval'):
+      return input_lib.build_dataset(batch_size, is_training, **kwargs)
+
+  def test_same_seed_same_training_batches(self):
+    def first_batches(seed):
+      dataset = self._build(True, seed=seed).take(3)
+      return [np.concatenate([f['image'].numpy().ravel(), l.numpy().ravel()])
+              for f, l in dataset]
+
+    first = first_batches(5)
+    self.assertAllEqual(first, first_batches(5))
+    self.assertNotAllEqual(first, first_batches(6))
+
+  def test_input_pipelines_read_disjoint_shards_covering_the_split(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(data_dir, num_train=2, num_val=7,
+                                     num_shards=4)
+    files = input_lib.list_shards(data_dir, 'val')
+    everything = _signatures(self._build(False, data_dir=data_dir))
+    for num_pipelines in (2, 3, 6):
+      parts = []
+      for index in range(num_pipelines):
+        context = tf.distribute.InputContext(num_pipelines, index, 2)
+        own, record_shard = input_lib.pipeline_shards(files, context)
+        if num_pipelines <= 4:
+          self.assertEqual((own, record_shard), (files[index::num_pipelines],
+                                                 None))
+        else:  # Fewer shards than pipelines: every-n-th record instead.
+          self.assertEqual(record_shard, (num_pipelines, index))
+        parts.append(_signatures(self._build(
+            False, input_context=context, data_dir=data_dir)))
+        self.assertNotEmpty(parts[-1])
+      self.assertEqual(sorted(sum(parts, [])), everything)
+
+  def test_cache_decoded_gives_the_same_examples(self):
+    everything = _signatures(self._build(False))
+    self.assertEqual(_signatures(self._build(False, cache_decoded=True)),
+                     everything)
+    features, _ = next(iter(self._build(True, cache_decoded=True, seed=1)))
+    self.assertEqual(features['image'].shape, (2, 33, 33, 3))
+
+  def test_corrupt_examples_stop_by_default_and_are_skipped_on_request(self):
+    good = next(iter(tf.data.TFRecordDataset(
+        input_lib.list_shards(self.data_dir, 'val')[0]))).numpy()
+    expected = 5 + _corrupt_shards(self.data_dir, good)
+    with self.assertRaises(tf.errors.InvalidArgumentError):
+      list(self._build(False))
+    self.assertLen(_signatures(self._build(False, skip_corrupt=True)), expected)
+
+  def test_skipped_examples_are_counted_in_the_report(self):
+    good = next(iter(tf.data.TFRecordDataset(
+        input_lib.list_shards(self.data_dir, 'val')[0]))).numpy()
+    _corrupt_shards(self.data_dir, good)
+    report = os.path.join(self.create_tempdir().full_path, 'report.txt')
+    shard = os.path.join(self.data_dir, 'val-00002-of-00004.tfrecord')
+    decoded = input_lib.skip_corrupt_examples(
+        tf.data.TFRecordDataset(shard), tfexample.Decoder().decode,
+        'the corrupt shard', output_stream=f'file://{report}')
+    self.assertLen(list(decoded), 1)
+    with open(report) as f:
+      lines = f.read().splitlines()
+    self.assertEqual(lines, [
+        'Skipped 1 corrupt example(s) so far reading the corrupt shard',
+        'Skipped 2 corrupt example(s) in total reading the corrupt shard'])
+
+  def test_ade20k_gin_resizes_large_images_to_fit_its_eval_crop(self):
+    data_dir = self.create_tempdir().full_path
+    # No ignore band: 255 is no ADE20K class (its ignore label is 0).
+    synthetic.write_dataset(data_dir, {'val': 2}, num_shards=1,
+                            image_format='png', min_size=560, max_size=700,
+                            band=0)
+    gin.clear_config()
+    gin_config.parse(['experiments/quickstart.gin', 'datasets/ade20k.gin'],
+                     [f"DATA_DIR = '{data_dir}'", 'EVAL_BATCH_SIZE = 2'],
+                     finalize=False)
+    features, labels = next(iter(
+        input_lib.make_input_fn(is_training=False)({'batch_size': 2})))
+    self.assertEqual(labels.shape, (2, 513, 513, 1))
+    sides = np.concatenate([features['height'], features['width']])
+    self.assertEqual(sides.max(), 513)
+    self.assertAllEqual((sides - 1) % 16, np.zeros_like(sides))
+
+  def test_benchmark_reads_the_experiment_training_input(self):
+    dataset, batch_size = benchmark.training_input(
+        ['experiments/quickstart.gin'], testing_utils.tiny_bindings('/nowhere'),
+        data_dir=self.data_dir)
+    self.assertEqual(batch_size, 2)
+    self.assertEqual(dataset.element_spec[1].shape, (2, 33, 33, 1))
+    result = benchmark.measure(dataset, batch_size, warmup_batches=1,
+                               num_batches=3)
+    self.assertEqual(result.num_images, 6)
 
   def test_missing_shards_name_the_pattern(self):
     empty = self.create_tempdir().full_path

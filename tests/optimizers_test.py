@@ -1,5 +1,6 @@
-"""Tests for the optimizer builder and the training step."""
+"""Tests for the optimizer, the fine-tuning controls and the training step."""
 
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
@@ -18,7 +19,35 @@ def _graph_step(loss_value):
   return op, weight, counter
 
 
-class OptimizersTest(tf.test.TestCase):
+# A stand-in for a backbone conv and the logits layer, named as Keras names
+# them, with the constant gradient d(loss)/dv = _SLOPES[name].
+_SLOPES = {'conv/kernel': 1.0, 'conv/bias': 2.0,
+           'head/segmentation_output/kernel': 3.0,
+           'head/segmentation_output/bias': 4.0}
+
+
+def _two_layer_step():
+  """A gradient-descent step (rate 0.5) over the `_SLOPES` variables."""
+  variables = {}
+  for name in _SLOPES:
+    scope, var_name = name.rsplit('/', 1)
+    with tf.compat.v1.variable_scope(scope):
+      variables[name] = tf.compat.v1.get_variable(var_name, initializer=1.0)
+  loss = tf.add_n([_SLOPES[n] * v for n, v in variables.items()])
+  op = optimizers.train_op(tf.compat.v1.train.GradientDescentOptimizer(0.5),
+                           loss, list(variables.values()), [])
+  return op, variables
+
+
+def _run_steps(op, variables, steps):
+  with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(steps):
+      sess.run(op)
+    return sess.run(variables)
+
+
+class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
@@ -53,6 +82,58 @@ class OptimizersTest(tf.test.TestCase):
       self.assertEqual(opt._momentum, 0.8)  # pylint: disable=protected-access
       tpu_opt = optimizers.make_optimizer(tf.constant(0.1), use_tpu=True)
       self.assertIsInstance(tpu_opt, tf.compat.v1.tpu.CrossShardOptimizer)
+
+  @parameterized.named_parameters(
+      ('none', [], {}),
+      ('last_layer',
+       ['gradient_multipliers.last_layer_gradient_multiplier = 10.0'],
+       {'head/segmentation_output/kernel': 10.0,
+        'head/segmentation_output/bias': 10.0}),
+      ('deeplab', ['gradient_multipliers.last_layer_gradient_multiplier = 10.0',
+                   'gradient_multipliers.bias_multiplier = 2.0'],
+       {'conv/bias': 2.0, 'head/segmentation_output/kernel': 10.0,
+        'head/segmentation_output/bias': 20.0}))
+  def test_gradient_multipliers_scale_the_update(self, bindings, factors):
+    gin.parse_config(
+        ["gradient_multipliers.last_layers = ['segmentation_output/']"] +
+        bindings)
+    with tf.Graph().as_default():
+      op, variables = _two_layer_step()
+      values = _run_steps(op, variables, 1)
+    # One gradient-descent step from 1.0: 1 - 0.5 * slope * factor.
+    expected = {name: 1.0 - 0.5 * slope * factors.get(name, 1.0)
+                for name, slope in _SLOPES.items()}
+    self.assertAllClose(values, expected, rtol=0, atol=1e-6)
+
+  def test_frozen_variables_do_not_change(self):
+    gin.parse_config(["trainable_variables.freeze = ['^conv/']"])
+    with tf.Graph().as_default():
+      op, variables = _two_layer_step()
+      values = _run_steps(op, variables, 2)
+    self.assertAllClose(values, {
+        'conv/kernel': 1.0, 'conv/bias': 1.0,
+        'head/segmentation_output/kernel': 1.0 - 2 * 0.5 * 3.0,
+        'head/segmentation_output/bias': 1.0 - 2 * 0.5 * 4.0})
+
+  @parameterized.named_parameters(
+      ('no_match', "['^backbone/']",
+       r"trainable_variables.freeze: '\^backbone/' matches no trainable"),
+      ('bad_regex', "['conv/(']",
+       r"trainable_variables.freeze: 'conv/\(' is not a valid"),
+      ('string', "'conv/'",
+       r"trainable_variables.freeze must be a list .* write \['conv/'\]"))
+  def test_bad_freeze_pattern_names_the_binding(self, value, message):
+    gin.parse_config([f'trainable_variables.freeze = {value}'])
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError, message):
+        _two_layer_step()
+
+  @parameterized.parameters((True, True, True), (True, False, False),
+                            (False, True, False), (False, False, False))
+  def test_model_training_flag(self, is_training, fine_tune_batch_norm,
+                               expected):
+    self.assertIs(optimizers.model_training_flag(
+        is_training, fine_tune_batch_norm=fine_tune_batch_norm), expected)
 
 
 if __name__ == '__main__':

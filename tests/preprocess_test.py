@@ -48,6 +48,17 @@ def _assert_aligned(test, image, label, exact):
   test.assertAllClose(image[valid], 10.0 * label[valid], atol=1e-3 if exact else 0.5)
 
 
+def _deeplab_resize_size(height, width, min_size, max_size, factor):
+  """NumPy float32 reference of DeepLab's resize_to_range output size."""
+  f32 = np.float32
+  max_size = f32(max_size - (max_size - 1) % factor)
+  size = np.array([height, width], f32)
+  large = np.floor(size * (f32(min_size) / size.min())).astype(np.int32)
+  small = np.floor(size * (max_size / size.max())).astype(np.int32)
+  new_size = small if large.max() > max_size else large
+  return new_size + (factor - (new_size - 1) % factor) % factor
+
+
 class ParserTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(
@@ -119,6 +130,69 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                 '(?s)big_one.jpg.*EVAL_CROP_SIZE'):
       parser(_decoded(filename='big_one.jpg'))
+
+  def test_same_seed_same_augmentation(self):
+    parser = preprocess.Parser(
+        is_training=True, crop_size=(17, 19), ignore_label=IGNORE,
+        min_scale_factor=0.5, max_scale_factor=2.0, scale_factor_step_size=0.25)
+    decoded = _decoded()
+    outputs = [parser(decoded, seed=tf.constant(seed, tf.int64))[1].numpy()
+               for seed in ([3, 7], [3, 7], [3, 8], [4, 7], [9, 9])]
+    self.assertAllEqual(outputs[0], outputs[1])
+    for other in outputs[2:]:
+      self.assertNotAllEqual(outputs[0], other)
+
+  @parameterized.parameters(
+      # VOC-sized images fit 513 with sides 16k + 1, as DeepLab resizes ADE20K.
+      (375, 500, 513, 513, 16, (385, 513)),
+      (500, 375, 513, 513, 16, (513, 385)),
+      (100, 200, 50, None, None, (50, 100)),
+      (100, 200, 50, None, 16, (65, 113)),
+      (30, 22, 40, 45, None, (45, 33)))
+  def test_resize_to_range_size_on_known_sizes(self, height, width, min_size,
+                                               max_size, factor, expected):
+    size = preprocess.resize_to_range_size(height, width, min_size, max_size,
+                                           factor)
+    self.assertAllEqual(size, expected)
+
+  def test_resize_to_range_size_matches_deeplab_rule(self):
+    rng = np.random.default_rng(4)
+    for height, width in rng.integers(100, 2200, size=(40, 2)):
+      self.assertAllEqual(
+          preprocess.resize_to_range_size(height, width, 513, 513, 16),
+          _deeplab_resize_size(height, width, 513, 513, 16))
+
+  def test_eval_resizes_image_and_label_then_pads(self):
+    parser = preprocess.Parser(is_training=False, crop_size=(46, 46),
+                               ignore_label=IGNORE, min_resize_value=40,
+                               max_resize_value=45)
+    features, label = parser(_decoded(height=30, width=22))
+    self.assertEqual((int(features['height']), int(features['width'])),
+                     (45, 33))
+    label = np.asarray(label)[..., 0]
+    self.assertTrue((label[45:] == IGNORE).all())
+    self.assertTrue((label[:, 33:] == IGNORE).all())
+    self.assertEqual(set(np.unique(label[:45, :33])), {0, 1, 2, IGNORE})
+    _assert_aligned(self, features['image'][:45, :33], label[:45, :33, None],
+                    exact=False)
+
+  def test_resize_bound_without_min_is_rejected(self):
+    with self.assertRaisesRegex(ValueError, 'min_resize_value'):
+      preprocess.Parser(is_training=False, crop_size=(8, 8),
+                        ignore_label=IGNORE, max_resize_value=513)
+
+  @parameterized.parameters(True, False)
+  def test_label_value_of_no_class_names_the_example(self, is_training):
+    # _decoded() has classes 0-2 and ignore pixels: 2 classes is too few.
+    parser = preprocess.Parser(is_training=is_training, crop_size=(33, 33),
+                               ignore_label=IGNORE, num_classes=2)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                r'(?s)odd_labels.png.*values.*\b2\b.*0 to.*1'):
+      parser(_decoded(filename='odd_labels.png'))
+    # Three classes cover every value; ignore pixels are always allowed.
+    parser = preprocess.Parser(is_training=is_training, crop_size=(33, 33),
+                               ignore_label=IGNORE, num_classes=3)
+    self.assertEqual(parser(_decoded())[1].shape, (33, 33, 1))
 
   def test_empty_scale_range_is_rejected(self):
     with self.assertRaisesRegex(ValueError, 'min_scale_factor'):

@@ -37,6 +37,17 @@ class ResultsTest(tf.test.TestCase):
     self.assertEqual([r['global_step'] for r in results.read_records(eval_dir)],
                      [10, 20])
 
+  def test_line_cut_by_a_crash_is_skipped_and_never_glued(self):
+    eval_dir = self.create_tempdir().full_path
+    results.append_record(eval_dir, {'global_step': 10})
+    with open(os.path.join(eval_dir, results.METRICS_FILE), 'a') as f:
+      f.write('{"global_step": 20, "mean_i')  # A write cut short.
+    results.append_record(eval_dir, {'global_step': 30})
+    with self.assertLogs(level='WARNING') as logs:
+      steps = [r['global_step'] for r in results.read_records(eval_dir)]
+    self.assertEqual(steps, [10, 30])
+    self.assertIn('incomplete line 2', '\n'.join(logs.output))
+
   def test_table_lists_every_class(self):
     table = results.format_table(results.make_record(_RESULT, 'ckpt'))
     self.assertIn('step 40', table)

@@ -1,9 +1,16 @@
 """Shared test helpers: tiny synthetic shards and a tiny quickstart config."""
 
+import os
+import subprocess
+import sys
+
 import gin
 
 from official_seg.data import synthetic
 from official_seg.runtime import gin_config
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY_TIMEOUT_SECS = 600
 
 # Images of 24-40 pixels keep every model step well under a second on a CPU.
 TINY_SIZES = {'min_size': 24, 'max_size': 40}
@@ -31,6 +38,10 @@ def tiny_bindings(data_dir, train_steps=3, extra=()):
       'host_call.every_n_steps = 1',
       'decoders.ASPP.num_filters = 16',
       'heads.SegmentationHead.num_filters = 16',
+      # SavedModel exports cost ~12 s of CPU per run; tests/export_test.py
+      # turns them on.
+      'make_exporters.latest = False',
+      'export_best.enabled = False',
   ] + list(extra)
 
 
@@ -40,3 +51,20 @@ def parse_tiny_quickstart(data_dir, train_steps=3, extra=(), finalize=False):
   gin_config.parse(['experiments/quickstart.gin'],
                    tiny_bindings(data_dir, train_steps, extra),
                    finalize=finalize)
+
+
+def binary_command(model_dir, bindings, mode,
+                   gin_file='gin/experiments/quickstart.gin', driver=None):
+  """The command line of the train_and_eval binary (or of a `driver` script
+  that runs it after injecting a fault), to run from `REPO`."""
+  command = [sys.executable] + (['-c', driver] if driver else
+                                ['-m', 'official_seg.train_and_eval'])
+  return command + [f'--gin_file={gin_file}', f'--model_dir={model_dir}',
+                    f'--mode={mode}'] + [f'--gin_param={b}' for b in bindings]
+
+
+def run_binary(model_dir, bindings, mode='train_and_eval', **kwargs):
+  """Runs the binary to completion; returns the CompletedProcess."""
+  return subprocess.run(binary_command(model_dir, bindings, mode, **kwargs),
+                        cwd=REPO, capture_output=True, text=True,
+                        timeout=BINARY_TIMEOUT_SECS, check=False)

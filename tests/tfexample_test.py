@@ -49,6 +49,34 @@ class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
                                 'broken_007.png'):
       tfexample.Decoder().decode(tf.constant(serialized))
 
+  def test_bytes_that_are_not_an_image_name_the_file(self):
+    label = tf.io.encode_png(np.zeros((4, 5, 1), np.uint8)).numpy()
+    example = tfexample.make_example(b'not an image at all', label,
+                                     'garbled_3.jpg', 'jpeg', 4, 5)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)not a JPEG or PNG.*garbled_3.jpg'):
+      tfexample.Decoder().decode(tf.constant(example.SerializeToString()))
+
+  def test_label_that_is_not_png_names_the_file(self):
+    image = np.zeros((4, 5, 3), np.uint8)
+    example = tfexample.make_example(
+        tf.io.encode_png(image).numpy(), tf.io.encode_jpeg(image).numpy(),
+        'jpeg_label.png', 'png', 4, 5)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)class/encoded is not a PNG.*jpeg_label.png'):
+      tfexample.Decoder().decode(tf.constant(example.SerializeToString()))
+
+  def test_bytes_that_are_not_an_example_fail_cleanly(self):
+    with self.assertRaises(tf.errors.DataLossError):
+      tfexample.Decoder().decode(tf.constant(b'\xf3\xfe\x08\xfa garbage'))
+
+  def test_placeholder_example_decodes_to_one_black_pixel(self):
+    decoded = tfexample.Decoder().decode(
+        tf.constant(tfexample.placeholder_example()))
+    self.assertAllEqual(decoded['image'], np.zeros((1, 1, 3), np.uint8))
+    self.assertAllEqual(decoded['label'], np.zeros((1, 1, 1), np.uint8))
+    self.assertEqual(decoded['filename'].numpy(), b'')
+
   def test_write_shards_names_and_counts(self):
     out = self.create_tempdir().full_path
     examples = [_example(np.zeros((2, 2, 3), np.uint8),

@@ -4,22 +4,17 @@ import glob
 import json
 import os
 import subprocess
-import sys
 
 import tensorflow as tf
 
 import testing_utils
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = testing_utils.REPO
 
 
 def _run_binary(model_dir, bindings, mode='train_and_eval', gin_file=None):
-  args = [sys.executable, '-m', 'official_seg.train_and_eval',
-          f'--gin_file={gin_file or "gin/experiments/quickstart.gin"}',
-          f'--model_dir={model_dir}', f'--mode={mode}']
-  args += [f'--gin_param={binding}' for binding in bindings]
-  return subprocess.run(args, cwd=_REPO, capture_output=True, text=True,
-                        timeout=600, check=False)
+  kwargs = {'gin_file': gin_file} if gin_file else {}
+  return testing_utils.run_binary(model_dir, bindings, mode, **kwargs)
 
 
 class TrainAndEvalTest(tf.test.TestCase):
@@ -40,7 +35,7 @@ class TrainAndEvalTest(tf.test.TestCase):
     records = [json.loads(line) for line in open(
         os.path.join(self.model_dir, 'eval', 'metrics.jsonl'))]
     self.assertNotEmpty(records)
-    final = records[-1]
+    final = max(records, key=lambda r: r['global_step'])
     self.assertEqual(final['global_step'], 4)
     self.assertEqual(final['num_images'], 5)
     self.assertTrue(final['checkpoint'].endswith('model.ckpt-4'))
@@ -59,11 +54,36 @@ class TrainAndEvalTest(tf.test.TestCase):
     self.assertIn('mean IoU', proc.stdout)
     self.assertIn('triangle', proc.stdout)
 
-    # --mode=eval evaluates the latest checkpoint once more and appends.
+    # --mode=eval evaluates the latest checkpoint again and prints its table,
+    # but metrics.jsonl keeps one line per step.
     proc = _run_binary(self.model_dir, bindings, mode='eval')
     self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    self.assertIn('Evaluation at step 4', proc.stdout)
     self.assertLen(open(os.path.join(
-        self.model_dir, 'eval', 'metrics.jsonl')).readlines(), len(records) + 1)
+        self.model_dir, 'eval', 'metrics.jsonl')).readlines(), len(records))
+
+  def test_trainer_and_evaluator_processes_share_a_model_dir(self):
+    bindings = testing_utils.tiny_bindings(self.data_dir, train_steps=6, extra=[
+        'build_run_config.keep_checkpoint_max = 10',
+        'continuous_eval.min_interval_secs = 1',
+        'continuous_eval.timeout_secs = 300'])
+    evaluator = subprocess.Popen(
+        testing_utils.binary_command(self.model_dir, bindings, 'continuous_eval'), cwd=_REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    trainer = _run_binary(self.model_dir, bindings, mode='train')
+    self.assertEqual(trainer.returncode, 0, trainer.stderr[-3000:])
+    _, evaluator_err = evaluator.communicate(timeout=600)
+    self.assertEqual(evaluator.returncode, 0, evaluator_err[-3000:])
+
+    state = tf.train.get_checkpoint_state(self.model_dir)
+    kept = sorted(int(p.rsplit('-', 1)[1])
+                  for p in state.all_model_checkpoint_paths)
+    self.assertEqual(kept, [0, 2, 4, 6])
+    steps = [json.loads(line)['global_step'] for line in open(
+        os.path.join(self.model_dir, 'eval', 'metrics.jsonl'))]
+    self.assertEqual(sorted(steps), kept)
+    self.assertTrue(os.path.exists(
+        os.path.join(self.model_dir, 'best', 'best.json')))
 
   def test_unknown_binding_exits_before_work(self):
     proc = _run_binary(self.model_dir, testing_utils.tiny_bindings(

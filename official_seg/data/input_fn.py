@@ -1,5 +1,6 @@
 """input_fn for Estimator and TPUEstimator: shards to batched (features, labels)."""
 
+from absl import logging
 import gin
 import tensorflow as tf
 
@@ -24,6 +25,52 @@ def list_shards(data_dir, split):
         'or write the data with tools/make_synthetic_dataset.py or '
         'tools/build_tfrecords.py.')
   return files
+
+
+class CorruptDataError(OSError):
+  """Shards whose records fail their checksums; the message names them."""
+
+
+def split_shards(is_training):
+  """The shards that the train or eval input_fn reads, per its gin bindings."""
+  scope = 'train' if is_training else 'eval'
+  bindings = gin.get_bindings(f'{scope}/build_dataset')
+  return list_shards(bindings['data_dir'], bindings['split'])
+
+
+def find_corrupt_shards(files):
+  """Reads every record of each file; returns [(path, error message)].
+
+  TensorFlow's 'corrupted record at <offset>' does not say which file; this
+  does, after the fact, at the cost of one read of the files.
+  """
+  corrupt = []
+  for path in files:
+    try:
+      tf.data.TFRecordDataset(path).reduce(0, lambda count, _: count + 1)
+    except tf.errors.DataLossError as error:
+      corrupt.append((path, error.message.split('}}')[-1].strip()))
+  return corrupt
+
+
+def explain_data_loss(error):
+  """A `CorruptDataError` naming the corrupt shards of both splits.
+
+  Args:
+    error: the `tf.errors.DataLossError` that stopped a run.
+
+  Returns:
+    A `CorruptDataError`, or `error` itself when no shard is corrupt (the
+    loss was elsewhere, e.g. in a checkpoint).
+  """
+  files = sorted(set(split_shards(True)) | set(split_shards(False)))
+  corrupt = find_corrupt_shards(files)
+  if not corrupt:
+    return error
+  listing = '; '.join(f'{path} ({message})' for path, message in corrupt)
+  return CorruptDataError(
+      f'Corrupt TFRecord shard(s): {listing}. Rewrite or remove them, or set '
+      'build_dataset.skip_corrupt = True to skip corrupt records.')
 
 
 def pad_batch(features, labels, batch_size, ignore_label):
@@ -53,6 +100,101 @@ def pad_batch(features, labels, batch_size, ignore_label):
           pad(labels, ignore_label))
 
 
+def pipeline_shards(files, input_context):
+  """Splits the shards of a split over the input pipelines of a worker set.
+
+  Args:
+    files: sorted list of shard paths.
+    input_context: optional `tf.distribute.InputContext`.
+
+  Returns:
+    (files, record_shard): the files this pipeline reads, and None when it
+    reads its own files, or (num_pipelines, pipeline_id) when there are fewer
+    files than pipelines, so every pipeline reads all files in one fixed order
+    and keeps every num_pipelines-th record.
+  """
+  if not input_context or input_context.num_input_pipelines <= 1:
+    return files, None
+  count = input_context.num_input_pipelines
+  index = input_context.input_pipeline_id
+  if len(files) >= count:
+    return files[index::count], None
+  return files, (count, index)
+
+
+def skip_corrupt_examples(records, decode_fn, name,
+                          output_stream=logging.warning):
+  """Decodes records, dropping those that fail, and reports how many failed.
+
+  tf.data's `ignore_errors` drops failed elements silently except for one log
+  line each; counting is done here from the gaps in the record index.
+
+  Args:
+    records: dataset of serialized examples, in a deterministic order.
+    decode_fn: maps a serialized example to a dict of tensors.
+    name: str, the data named in the report, e.g. "split 'train' of DATA".
+    output_stream: where `tf.print` writes the report: a log function, or
+      'file://PATH'.
+
+  Returns:
+    A dataset of decoded examples. Each time examples were dropped, a line
+    "Skipped N corrupt example(s) so far reading <name>" is written; a finite
+    dataset ends with "... N in total" when any were dropped.
+  """
+  end = tf.constant('official_seg:end-of-records')
+  placeholder = tf.constant(tfexample.placeholder_example())
+
+  def decode(index, record):
+    is_end = tf.equal(record, end)
+    # The end marker decodes as a valid placeholder so that it survives.
+    return index, is_end, decode_fn(tf.where(is_end, placeholder, record))
+
+  def count(state, element):
+    skipped, expected = state
+    index, is_end, example = element
+    skipped += index - expected
+    # Autograph turns these into tf.cond; tf.print runs inside tf.data.
+    if index > expected and not is_end:
+      tf.print('Skipped', skipped, 'corrupt example(s) so far reading', name,
+               output_stream=output_stream)
+    if is_end and skipped > 0:
+      tf.print('Skipped', skipped, 'corrupt example(s) in total reading',
+               name, output_stream=output_stream)
+    return (skipped, index + 1), (is_end, example)
+
+  zero = tf.constant(0, tf.int64)
+  decoded = records.concatenate(tf.data.Dataset.from_tensors(end)).enumerate()
+  decoded = decoded.map(decode, num_parallel_calls=AUTOTUNE,
+                        deterministic=True).ignore_errors(log_warning=True)
+  decoded = decoded.scan((zero, zero), count)
+  return decoded.filter(lambda is_end, _: not is_end).map(
+      lambda _, example: example)
+
+
+def _read_records(files, input_context, is_training, repeat, cycle_length,
+                  seed, skip_corrupt):
+  """Reads the serialized examples of this input pipeline's share."""
+  files, record_shard = pipeline_shards(files, input_context)
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if is_training and not record_shard:
+    dataset = dataset.shuffle(len(files), seed=seed)
+  if repeat:
+    dataset = dataset.repeat()
+
+  def read(path):
+    records = tf.data.TFRecordDataset(path)
+    # A damaged record ends its shard: TFRecord framing has no way to resync.
+    return records.ignore_errors(log_warning=True) if skip_corrupt else records
+
+  dataset = dataset.interleave(
+      read, cycle_length=min(cycle_length, len(files)),
+      num_parallel_calls=AUTOTUNE,
+      deterministic=not is_training or seed is not None or bool(record_shard))
+  if record_shard:
+    dataset = dataset.shard(*record_shard)
+  return dataset
+
+
 @gin.configurable(denylist=['batch_size', 'is_training', 'input_context'])
 def build_dataset(batch_size,
                   is_training,
@@ -61,20 +203,35 @@ def build_dataset(batch_size,
                   split=gin.REQUIRED,
                   ignore_label=gin.REQUIRED,
                   shuffle_buffer_size=256,
-                  cycle_length=8):
+                  cycle_length=8,
+                  seed=None,
+                  cache_decoded=False,
+                  cache_filename='',
+                  skip_corrupt=False):
   """Builds the dataset of one split.
 
   Args:
     batch_size: int, examples per call (the per-replica or per-host batch).
     is_training: bool; training repeats, shuffles and augments, evaluation
       reads each example exactly once and pads the last batch.
-    input_context: optional `tf.distribute.InputContext`; shards files per
-      input pipeline.
+    input_context: optional `tf.distribute.InputContext`; each input pipeline
+      reads its own shards (see `pipeline_shards`).
     data_dir: str, folder holding `<split>-NNNNN-of-NNNNN.tfrecord` shards.
     split: str, the split name.
     ignore_label: int, label value that counts nowhere.
     shuffle_buffer_size: int, examples in the shuffle buffer (training).
     cycle_length: int, shards read in parallel.
+    seed: optional int; makes training reproducible: the same seed gives the
+      same file order, shuffles, scales, crops and flips (reading then keeps
+      a deterministic order, which can be slower).
+    cache_decoded: bool, keep decoded examples after the first epoch, in
+      memory (about H * W * 4 bytes an image) or in `cache_filename`.
+      Training then shuffles decoded images, so the shuffle buffer holds
+      decoded images too.
+    cache_filename: str; '' caches in memory, else a file path prefix.
+    skip_corrupt: bool; drop examples that fail to read or decode instead of
+      stopping, and log how many (see `skip_corrupt_examples`). A damaged
+      record in a shard drops the rest of that shard, logged by tf.data.
 
   Returns:
     A `tf.data.Dataset` of (features, labels) with static shapes.
@@ -82,28 +239,58 @@ def build_dataset(batch_size,
   Raises:
     FileNotFoundError: no shard of the split exists in `data_dir`.
   """
-  files = list_shards(data_dir, split)
-  dataset = tf.data.Dataset.from_tensor_slices(files)
-  if input_context and input_context.num_input_pipelines > 1:
-    dataset = dataset.shard(input_context.num_input_pipelines,
-                            input_context.input_pipeline_id)
-  if is_training:
-    dataset = dataset.shuffle(len(files)).repeat()
-  dataset = dataset.interleave(
-      tf.data.TFRecordDataset, cycle_length=min(cycle_length, len(files)),
-      num_parallel_calls=AUTOTUNE, deterministic=not is_training)
-  if is_training:
-    dataset = dataset.shuffle(shuffle_buffer_size)
+  deterministic = not is_training or seed is not None
+  records = _read_records(list_shards(data_dir, split), input_context,
+                          is_training, is_training and not cache_decoded,
+                          cycle_length, seed, skip_corrupt)
+  if is_training and not cache_decoded:
+    records = records.shuffle(shuffle_buffer_size, seed=seed)
   decoder = tfexample.Decoder()
   parser = preprocess.Parser(is_training=is_training)
-  dataset = dataset.map(lambda record: parser(decoder.decode(record)),
-                        num_parallel_calls=AUTOTUNE,
-                        deterministic=not is_training)
+  if skip_corrupt or cache_decoded:
+    examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
+                        cache_filename, f"split {split!r} of {data_dir}")
+    parse = parser
+    if is_training and cache_decoded:
+      examples = examples.shuffle(shuffle_buffer_size, seed=seed).repeat()
+  else:
+    examples = records
+
+    def parse(record, seed=None):
+      return parser(decoder.decode(record), seed)
+  dataset = _parse_all(examples, parse, seed if is_training else None,
+                       input_context, deterministic)
   dataset = dataset.batch(batch_size, drop_remainder=is_training)
   if not is_training:
     dataset = dataset.map(
         lambda f, l: pad_batch(f, l, batch_size, ignore_label))
   return dataset.prefetch(AUTOTUNE)
+
+
+def _decoded(records, decoder, skip_corrupt, cache, cache_filename, name):
+  """Decodes records, maybe skipping corrupt ones, maybe caching the result."""
+  if skip_corrupt:
+    examples = skip_corrupt_examples(records, decoder.decode, name)
+  else:
+    examples = records.map(decoder.decode, num_parallel_calls=AUTOTUNE)
+  return examples.cache(cache_filename) if cache else examples
+
+
+def _parse_all(examples, parse, seed, input_context, deterministic):
+  """Maps `parse` over examples; with a seed, each gets its own stateless one.
+
+  The example's seed is (seed, its index in this pipeline's stream, made
+  unique across pipelines), so it does not depend on thread scheduling.
+  """
+  if seed is None:
+    return examples.map(parse, num_parallel_calls=AUTOTUNE,
+                        deterministic=deterministic)
+  pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline = input_context.input_pipeline_id if input_context else 0
+  return examples.enumerate().map(
+      lambda index, example: parse(example, tf.stack(
+          [tf.constant(seed, tf.int64), index * pipelines + pipeline])),
+      num_parallel_calls=AUTOTUNE)
 
 
 def make_input_fn(is_training):

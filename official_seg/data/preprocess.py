@@ -5,6 +5,20 @@ import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
 
+def _random_uniform(minval, maxval, dtype, seed):
+  """A scalar uniform draw: stateless with a seed, else from the op's state."""
+  if seed is None:
+    return tf.random.uniform([], minval, maxval, dtype=dtype)
+  return tf.random.stateless_uniform([], seed, minval, maxval, dtype=dtype)
+
+
+def _split_seed(seed, num):
+  """Splits a stateless seed (a fresh one when None) into `num` seeds [2]."""
+  if seed is None:
+    seed = tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
+  return tf.unstack(tf.random.experimental.stateless_split(seed, num))
+
+
 def random_scale_factor(min_scale, max_scale, step_size, seed=None):
   """Draws a scale factor the way DeepLab does.
 
@@ -13,7 +27,8 @@ def random_scale_factor(min_scale, max_scale, step_size, seed=None):
     max_scale: float, largest factor.
     step_size: float; 0 draws uniformly from [min_scale, max_scale], otherwise
       from the discrete set min_scale, min_scale + step_size, ..., max_scale.
-    seed: optional int, op seed.
+    seed: optional int32 or int64 [2], a stateless seed: the same seed draws
+      the same factor. None draws a fresh one each time.
 
   Returns:
     A scalar float32 tensor.
@@ -21,10 +36,67 @@ def random_scale_factor(min_scale, max_scale, step_size, seed=None):
   if min_scale == max_scale:
     return tf.constant(float(min_scale))
   if step_size == 0:
-    return tf.random.uniform([], min_scale, max_scale, seed=seed)
+    return _random_uniform(min_scale, max_scale, tf.float32, seed)
   num_steps = int(round((max_scale - min_scale) / step_size)) + 1
-  index = tf.random.uniform([], 0, num_steps, dtype=tf.int32, seed=seed)
+  index = _random_uniform(0, num_steps, tf.int32, seed)
   return min_scale + tf.cast(index, tf.float32) * step_size
+
+
+def resize_to_range_size(height, width, min_size, max_size=None, factor=None):
+  """The output size of DeepLab's `preprocess_utils.resize_to_range`.
+
+  Written out because neither TensorFlow nor the Model Garden has this rule:
+  scale so the shorter side is `min_size`, unless that makes the longer side
+  exceed `max_size` (then the longer side is `max_size`, made
+  `factor * k + 1`); finally round each side up to `factor * k + 1`.
+
+  Args:
+    height: scalar int, input height.
+    width: scalar int, input width.
+    min_size: int, target of the shorter side.
+    max_size: optional int, bound of the longer side.
+    factor: optional int; both output sides become `factor * k + 1`.
+
+  Returns:
+    int32 [2], the output (height, width).
+  """
+  size = tf.cast(tf.stack([height, width]), tf.float32)
+  if max_size is not None and factor:
+    max_size -= (max_size - 1) % factor
+  # Scale factor first, then the product, in float32, as DeepLab computes it.
+  new_size = tf.cast(tf.floor(size * (min_size / tf.reduce_min(size))),
+                     tf.int32)
+  if max_size is not None:
+    small_size = tf.cast(tf.floor(size * (max_size / tf.reduce_max(size))),
+                         tf.int32)
+    new_size = tf.where(tf.reduce_max(new_size) > max_size, small_size,
+                        new_size)
+  if factor:
+    new_size += (factor - (new_size - 1) % factor) % factor
+  return new_size
+
+
+def resize_to_range(image, label, min_size, max_size=None, factor=None):
+  """Resizes image and label as DeepLab's `resize_to_range` does.
+
+  Args:
+    image: float32 [H, W, 3].
+    label: int32 [H, W, 1].
+    min_size: int; see `resize_to_range_size`.
+    max_size: optional int.
+    factor: optional int.
+
+  Returns:
+    (image float32 [H', W', 3] bilinear, label int32 [H', W', 1] nearest),
+    both with DeepLab's align_corners=True sampling.
+  """
+  shape = tf.shape(image)
+  size = resize_to_range_size(shape[0], shape[1], min_size, max_size, factor)
+  image = tf.compat.v1.image.resize_bilinear(image[None], size,
+                                             align_corners=True)[0]
+  label = tf.compat.v1.image.resize_nearest_neighbor(label[None], size,
+                                                     align_corners=True)[0]
+  return image, label
 
 
 def scale_image_and_label(image, label, scale):
@@ -69,7 +141,8 @@ def pad_to_size(image, label, height, width, ignore_label):
   return image, label
 
 
-def random_crop_and_flip(image, label, crop_height, crop_width, flip):
+def random_crop_and_flip(image, label, crop_height, crop_width, flip,
+                         seed=None):
   """Crops image and label at one random offset, then maybe flips both.
 
   Args:
@@ -78,17 +151,21 @@ def random_crop_and_flip(image, label, crop_height, crop_width, flip):
     crop_height: int.
     crop_width: int.
     flip: bool, flip left-right with probability 0.5.
+    seed: optional int32 or int64 [2], a stateless seed: the same seed gives
+      the same crop and flip. None draws a fresh one.
 
   Returns:
     (image float32 [crop_height, crop_width, 3],
      label int32 [crop_height, crop_width, 1]).
   """
+  crop_seed, flip_seed = _split_seed(seed, 2)
   # Cropping and flipping one stacked tensor keeps image and label aligned;
   # label values (< 2**24) are exact in float32.
   stacked = tf.concat([image, tf.cast(label, tf.float32)], axis=-1)
-  stacked = tf.image.random_crop(stacked, [crop_height, crop_width, 4])
+  stacked = tf.image.stateless_random_crop(
+      stacked, [crop_height, crop_width, 4], seed=crop_seed)
   if flip:
-    stacked, _, _ = preprocess_ops.random_horizontal_flip(stacked, seed=None)
+    stacked = tf.image.stateless_random_flip_left_right(stacked, flip_seed)
   return stacked[..., :3], tf.cast(stacked[..., 3:], tf.int32)
 
 
@@ -100,10 +177,14 @@ class Parser:
                is_training,
                crop_size=gin.REQUIRED,
                ignore_label=gin.REQUIRED,
+               num_classes=None,
                min_scale_factor=1.0,
                max_scale_factor=1.0,
                scale_factor_step_size=0.0,
                random_flip=True,
+               min_resize_value=None,
+               max_resize_value=None,
+               resize_factor=None,
                mean_rgb=preprocess_ops.MEAN_RGB,
                stddev_rgb=preprocess_ops.STDDEV_RGB):
     """Initializes the parser.
@@ -113,67 +194,107 @@ class Parser:
       crop_size: (height, width) of the model input. For evaluation it must be
         at least as large as every image of the split.
       ignore_label: int, the label value that counts nowhere.
+      num_classes: optional int; a label value that is neither below it nor
+        `ignore_label` is an error naming the example. None skips the check.
       min_scale_factor: float, smallest random scale (training only).
       max_scale_factor: float, largest random scale (training only).
       scale_factor_step_size: float, step between scales; 0 is continuous.
       random_flip: bool, random left-right flip (training only).
+      min_resize_value: optional int; resizes image and label, for training
+        and evaluation alike, as DeepLab's `resize_to_range` does (see
+        `resize_to_range_size`), so evaluation then measures at the resized
+        resolution. None keeps the decoded size.
+      max_resize_value: optional int, bound of the longer side after resize.
+      resize_factor: optional int; resized sides become `factor * k + 1`.
       mean_rgb: per-channel mean subtracted from the image, in [0, 255].
       stddev_rgb: per-channel scale the image is divided by, in [0, 255].
 
     Raises:
-      ValueError: when the scale range is empty.
+      ValueError: when the scale range is empty, or a resize bound or factor
+        is set without min_resize_value.
     """
     if min_scale_factor > max_scale_factor:
       raise ValueError(
           f'Parser.min_scale_factor ({min_scale_factor}) is larger than '
           f'Parser.max_scale_factor ({max_scale_factor}).')
+    if min_resize_value is None and (max_resize_value or resize_factor):
+      raise ValueError(
+          'Parser.max_resize_value and Parser.resize_factor need '
+          'Parser.min_resize_value; set it too (DeepLab sets both bounds).')
+    self._resize = (min_resize_value, max_resize_value, resize_factor)
     self._is_training = is_training
     self._crop_size = tuple(int(s) for s in crop_size)
     self._ignore_label = ignore_label
+    self._num_classes = num_classes
     self._scales = (min_scale_factor, max_scale_factor, scale_factor_step_size)
     self._random_flip = random_flip
     self._mean_rgb = mean_rgb
     self._stddev_rgb = stddev_rgb
 
-  def __call__(self, decoded):
+  def __call__(self, decoded, seed=None):
     """Maps a decoded example (see `tfexample.Decoder`) to (features, labels).
 
     Args:
       decoded: dict from `Decoder.decode`.
+      seed: optional int32 or int64 [2], a stateless seed of this example's
+        augmentation: the same seed gives the same scale, crop and flip.
+        None draws a fresh one. Evaluation ignores it.
 
     Returns:
       features: dict with 'image' float32 [crop_h, crop_w, 3], 'height' and
-        'width' int32 scalars (the size before padding), 'valid' float32
+        'width' int32 scalars (the size after any resize and before
+        padding), 'valid' float32
         scalar (1 for a real example; batch padding uses 0).
       labels: int32 [crop_h, crop_w, 1].
     """
     image = preprocess_ops.normalize_scaled_float_image(
         tf.cast(decoded['image'], tf.float32), self._mean_rgb, self._stddev_rgb)
-    label = tf.cast(decoded['label'], tf.int32)
+    label = self._checked_label(decoded['label'], decoded['filename'])
+    height, width = decoded['height'], decoded['width']
+    if self._resize[0] is not None:
+      image, label = resize_to_range(image, label, *self._resize)
+      height, width = tf.unstack(tf.shape(image)[:2])
     if self._is_training:
-      image, label = self._augment(image, label)
+      image, label = self._augment(image, label, seed)
     else:
       image, label = self._pad_for_eval(image, label, decoded['filename'])
     image.set_shape(self._crop_size + (3,))
     label.set_shape(self._crop_size + (1,))
     features = {
         'image': image,
-        'height': decoded['height'],
-        'width': decoded['width'],
+        'height': height,
+        'width': width,
         'valid': tf.constant(1.0),
     }
     return features, label
 
-  def _augment(self, image, label):
+  def _checked_label(self, label, filename):
+    """int32 label map, checked against the dataset's classes."""
+    label = tf.cast(label, tf.int32)
+    if self._num_classes is None:
+      return label
+    bad = tf.logical_and(label >= self._num_classes,
+                         tf.not_equal(label, self._ignore_label))
+    check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [
+        'Label map of example', filename, 'has values',
+        tf.unique(tf.boolean_mask(label, bad))[0],
+        'that are neither a class (0 to', self._num_classes - 1,
+        ') nor the ignore label', self._ignore_label,
+        '; check NUM_CLASSES and IGNORE_LABEL of the dataset.'], summarize=20)
+    with tf.control_dependencies([check]):
+      return tf.identity(label)
+
+  def _augment(self, image, label, seed):
     crop_height, crop_width = self._crop_size
-    scale = random_scale_factor(*self._scales)
+    scale_seed, crop_seed = _split_seed(seed, 2)
+    scale = random_scale_factor(*self._scales, seed=scale_seed)
     image, label = scale_image_and_label(image, label, scale)
     shape = tf.shape(image)
     image, label = pad_to_size(
         image, label, tf.maximum(crop_height, shape[0]),
         tf.maximum(crop_width, shape[1]), self._ignore_label)
     return random_crop_and_flip(image, label, crop_height, crop_width,
-                                self._random_flip)
+                                self._random_flip, crop_seed)
 
   def _pad_for_eval(self, image, label, filename):
     crop_height, crop_width = self._crop_size

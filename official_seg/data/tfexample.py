@@ -2,7 +2,11 @@
 
 import os
 
+import numpy as np
 import tensorflow as tf
+
+from official_seg.data import encode
+from official_seg.data import example_proto
 
 IMAGE_ENCODED = 'image/encoded'
 IMAGE_FILENAME = 'image/filename'
@@ -52,6 +56,17 @@ def make_example(image_bytes, label_bytes, filename, image_format, height,
   }))
 
 
+def placeholder_example():
+  """A serialized example of a 1x1 black image and label 0, no filename.
+
+  Returns:
+    bytes; it decodes like any example, so a pipeline can use it as a marker.
+  """
+  # Encoded in Python, not with tf.io: this also runs while building graphs.
+  png = encode.encode_png(np.zeros((1, 1), np.uint8))
+  return make_example(png, png, '', 'png', 1, 1).SerializeToString()
+
+
 def shard_path(output_dir, split, index, num_shards):
   """Returns `<output_dir>/<split>-NNNNN-of-NNNNN.tfrecord`."""
   return os.path.join(
@@ -88,18 +103,43 @@ def write_shards(examples, output_dir, split, num_shards):
   return count
 
 
+_PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
+
+
+def _is_png(encoded):
+  return tf.equal(tf.strings.substr(encoded, 0, 8), _PNG_MAGIC)
+
+
+def _assert_with_filename(condition, filename, message):
+  """An Assert whose message names the example, as errors here must."""
+  return tf.debugging.Assert(condition, [message, 'in example', filename])
+
+
 class Decoder:
   """Parses serialized DeepLab examples into image, label and metadata tensors."""
 
   def __init__(self):
-    self._keys_to_features = {
-        IMAGE_ENCODED: tf.io.FixedLenFeature((), tf.string),
-        IMAGE_FILENAME: tf.io.FixedLenFeature((), tf.string, default_value=''),
-        IMAGE_FORMAT: tf.io.FixedLenFeature((), tf.string, default_value='jpeg'),
-        IMAGE_HEIGHT: tf.io.FixedLenFeature((), tf.int64, default_value=0),
-        IMAGE_WIDTH: tf.io.FixedLenFeature((), tf.int64, default_value=0),
-        LABEL_ENCODED: tf.io.FixedLenFeature((), tf.string),
-    }
+    self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
+                     LABEL_ENCODED: b''}
+
+  def _checked_inputs(self, serialized):
+    """(image bytes, label bytes, filename) after checks naming the file."""
+    values, _ = example_proto.parse(serialized, self._strings, {})
+    # Invalid UTF-8 in a (corrupt) filename would make the error messages
+    # that quote it fail to decode in Python; replace those bytes.
+    filename = tf.strings.unicode_transcode(
+        values[IMAGE_FILENAME], input_encoding='UTF-8',
+        output_encoding='UTF-8', errors='replace')
+    image, label = values[IMAGE_ENCODED], values[LABEL_ENCODED]
+    checks = [
+        _assert_with_filename(
+            tf.logical_or(tf.io.is_jpeg(image), _is_png(image)), filename,
+            f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
+        _assert_with_filename(_is_png(label), filename,
+                              f'{LABEL_ENCODED} is not a PNG image'),
+    ]
+    with tf.control_dependencies(checks):
+      return tf.identity(image), tf.identity(label), filename
 
   def decode(self, serialized):
     """Decodes one serialized example.
@@ -113,16 +153,18 @@ class Decoder:
       decoded image).
 
     Raises:
-      tf.errors.InvalidArgumentError: at run time, when the image and label
-        sizes differ; the message names the example's filename.
+      tf.errors.DataLossError: at run time, for bytes that are not an
+        Example.
+      tf.errors.InvalidArgumentError: at run time, when the image is not a
+        JPEG or PNG, the label not a PNG, or their sizes differ; the message
+        names the example's filename.
     """
-    parsed = tf.io.parse_single_example(serialized, self._keys_to_features)
+    image_bytes, label_bytes, filename = self._checked_inputs(serialized)
     # decode_image handles JPEG and PNG alike; expand_animations=False keeps
     # the rank static at 3, which the rest of the pipeline relies on.
-    image = tf.io.decode_image(parsed[IMAGE_ENCODED], channels=3,
+    image = tf.io.decode_image(image_bytes, channels=3,
                                expand_animations=False)
-    label = tf.io.decode_png(parsed[LABEL_ENCODED], channels=1)
-    filename = parsed[IMAGE_FILENAME]
+    label = tf.io.decode_png(label_bytes, channels=1)
     image_size = tf.shape(image)[:2]
     check = tf.debugging.Assert(
         tf.reduce_all(tf.equal(image_size, tf.shape(label)[:2])),

@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+CONFUSION_MATRIX = 'confusion_matrix'
+
 
 def confusion_matrices(labels, predictions, num_classes, ignore_label):
   """Per-example confusion matrices over the pixels that are not ignored.
@@ -76,7 +78,8 @@ def metric_fn(confusion, valid, class_names):
 
   Returns:
     dict of metric name to (value, update_op): 'mean_iou', 'pixel_accuracy',
-    'num_images' and 'iou/<class name>' for each class.
+    'num_images', 'iou/<class name>' for each class, and 'confusion_matrix',
+    the matrix as a serialized tensor `Summary` (see `CONFUSION_MATRIX`).
   """
   num_classes = len(class_names)
   total = _metric_variable('total_confusion_matrix',
@@ -94,4 +97,14 @@ def metric_fn(confusion, valid, class_names):
   }
   for index, name in enumerate(class_names):
     metrics[f'iou/{name}'] = (per_class[index], update_cm)
+  # Estimator writes a serialized Summary value to TensorBoard as it is and
+  # leaves it out of its log line, which a 151x151 matrix would flood.
+  metrics[CONFUSION_MATRIX] = (tf.compat.v1.summary.tensor_summary(
+      CONFUSION_MATRIX, total, collections=[]), update_cm)
   return metrics
+
+
+def confusion_from_summary(serialized):
+  """Recovers the float64 [C, C] matrix from the 'confusion_matrix' result."""
+  summary = tf.compat.v1.Summary.FromString(serialized)
+  return tf.make_ndarray(summary.value[0].tensor)

@@ -3,9 +3,12 @@
 import json
 import math
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
+
+from official_seg.evaluation import metrics
 
 METRICS_FILE = 'metrics.jsonl'
 _IOU_PREFIX = 'iou/'
@@ -17,20 +20,22 @@ def _number(value):
   return None if math.isnan(value) else value
 
 
-def make_record(eval_result, checkpoint_path):
+def make_record(eval_result, checkpoint_path, class_names=None):
   """Turns an Estimator eval result dict into one metrics.jsonl record.
 
   Args:
     eval_result: dict from `Estimator.evaluate`, with 'global_step', 'loss',
       'mean_iou', 'pixel_accuracy', 'num_images' and 'iou/<class>' keys.
     checkpoint_path: str, the checkpoint that was evaluated.
+    class_names: optional list fixing the order of 'per_class_iou'; default
+      the order of `eval_result`.
 
   Returns:
     A JSON-serializable dict.
   """
-  per_class = {key[len(_IOU_PREFIX):]: _number(value)
-               for key, value in eval_result.items()
-               if key.startswith(_IOU_PREFIX)}
+  names = class_names or [key[len(_IOU_PREFIX):] for key in eval_result
+                          if key.startswith(_IOU_PREFIX)]
+  per_class = {name: _number(eval_result[_IOU_PREFIX + name]) for name in names}
   return {
       'global_step': int(eval_result['global_step']),
       'checkpoint': checkpoint_path,
@@ -42,30 +47,49 @@ def make_record(eval_result, checkpoint_path):
   }
 
 
+def _ends_mid_line(fd):
+  """True when the file's last byte is not a newline (a crash cut a write)."""
+  size = os.fstat(fd).st_size
+  return size > 0 and os.pread(fd, 1, size - 1) != b'\n'
+
+
 def append_record(eval_dir, record):
   """Appends one record as a single line with one write, then syncs it.
 
   One `os.write` of a whole line in append mode keeps lines whole even when
-  two writers share the file.
+  two writers share the file. Should an earlier write have been cut short
+  (a crash, a full disk), the new record starts on a line of its own.
   """
   tf.io.gfile.makedirs(eval_dir)
   line = (json.dumps(record, sort_keys=True) + '\n').encode('utf-8')
   fd = os.open(os.path.join(eval_dir, METRICS_FILE),
-               os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+               os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
   try:
-    os.write(fd, line)
+    os.write(fd, b'\n' + line if _ends_mid_line(fd) else line)
     os.fsync(fd)
   finally:
     os.close(fd)
 
 
 def read_records(eval_dir):
-  """Returns the records of `<eval_dir>/metrics.jsonl`, oldest first."""
+  """Returns the records of `<eval_dir>/metrics.jsonl`, oldest first.
+
+  A line cut short by a crash is skipped with a warning, never an error.
+  """
   path = os.path.join(eval_dir, METRICS_FILE)
   if not os.path.exists(path):
     return []
+  records = []
   with open(path, encoding='utf-8') as f:
-    return [json.loads(line) for line in f if line.strip()]
+    for number, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      try:
+        records.append(json.loads(line))
+      except json.JSONDecodeError:
+        tf.compat.v1.logging.warning('Skipping incomplete line %d of %s.',
+                                     number, path)
+  return records
 
 
 def format_table(record):
@@ -80,24 +104,82 @@ def format_table(record):
   return '\n'.join(rows)
 
 
-def report(eval_dir, eval_result, checkpoint_path):
-  """Appends the record of one evaluation and logs its table."""
-  record = make_record(eval_result, checkpoint_path)
-  append_record(eval_dir, record)
+def write_confusion_matrix(eval_dir, step, confusion, class_names):
+  """Writes `<eval_dir>/confusion_matrix-<step>.json` (rows: true class)."""
+  path = os.path.join(eval_dir, f'confusion_matrix-{step}.json')
+  payload = {'global_step': step, 'class_names': list(class_names),
+             'matrix': np.asarray(confusion).astype(np.int64).tolist()}
+  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+    json.dump(payload, f)
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+  return path
+
+
+def report(eval_dir, eval_result, checkpoint_path, class_names, seconds=None,
+           append=True):
+  """Records one evaluation: metrics.jsonl line, confusion matrix, logged table.
+
+  Args:
+    eval_dir: str, the evaluator's own folder.
+    eval_result: dict from `Estimator.evaluate`.
+    checkpoint_path: str, the evaluated checkpoint.
+    class_names: list of class names, the confusion matrix's row order.
+    seconds: optional float, wall time of the evaluation loop, for the
+      throughput log line.
+    append: bool; False only logs, writing nothing (a step recorded before).
+
+  Returns:
+    The metrics.jsonl record.
+  """
+  record = make_record(eval_result, checkpoint_path, class_names)
+  if seconds:
+    record['images_per_second'] = record['num_images'] / seconds
+  if append:
+    append_record(eval_dir, record)
+  if append and metrics.CONFUSION_MATRIX in eval_result:
+    write_confusion_matrix(
+        eval_dir, record['global_step'],
+        metrics.confusion_from_summary(eval_result[metrics.CONFUSION_MATRIX]),
+        class_names)
   tf.compat.v1.logging.info('\n%s', format_table(record))
+  if seconds:
+    tf.compat.v1.logging.info(
+        'Evaluated %d images in %.1f s: %.2f images/s.', record['num_images'],
+        seconds, record['images_per_second'])
   return record
 
 
-class MetricsExporter(tf.estimator.Exporter):
-  """Writes each evaluation of `train_and_evaluate` to metrics.jsonl.
+class EvalTimer(tf.estimator.SessionRunHook):
+  """Times an evaluation loop from its first step to its end."""
 
-  `train_and_evaluate` hands every evaluation result to its exporters, which
-  is the one hook it offers after each evaluation; this one exports metrics,
-  not a model.
+  def __init__(self):
+    self.seconds = None
+    self._start = None
+
+  def begin(self):
+    self.seconds = None
+    self._start = None
+
+  def before_run(self, run_context):
+    if self._start is None:
+      self._start = time.time()
+
+  def end(self, session):
+    if self._start is not None:
+      self.seconds = time.time() - self._start
+
+
+class MetricsExporter(tf.estimator.Exporter):
+  """Hands each evaluation of `train_and_evaluate` to `report_fn`.
+
+  `train_and_evaluate` gives every evaluation result to its exporters: it is
+  the one hook it offers after each evaluation. This one records metrics,
+  it exports no model.
   """
 
-  def __init__(self, eval_dir):
-    self._eval_dir = eval_dir
+  def __init__(self, report_fn):
+    """`report_fn(eval_result, checkpoint_path)` records one evaluation."""
+    self._report_fn = report_fn
 
   @property
   def name(self):
@@ -106,5 +188,5 @@ class MetricsExporter(tf.estimator.Exporter):
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
     del estimator, export_path, is_the_final_export  # Unused.
-    report(self._eval_dir, eval_result, checkpoint_path)
-    return self._eval_dir
+    self._report_fn(eval_result, checkpoint_path)
+    return None

@@ -1,12 +1,44 @@
-"""Runs an experiment: train, eval, or train_and_evaluate, on one estimator."""
+"""Runs an experiment: train, eval, continuous_eval or train_and_evaluate."""
+
+import functools
+import re
 
 import gin
+import gin.tf
 import tensorflow as tf
 
+from official_seg.data import input_fn as input_lib
+from official_seg.evaluation import best_checkpoint
+from official_seg.evaluation import continuous
 from official_seg.evaluation import results
+from official_seg.export import saved_model
+from official_seg.runtime import cluster
 from official_seg.runtime import run_config as run_config_lib
+from official_seg.training import model_fn as model_fn_lib
+from official_seg.training import warm_start
 
-MODES = ('train', 'eval', 'train_and_eval')
+# Errors whose message says what is wrong and what to do: the binary prints
+# the message alone, without a stack trace.
+USER_ERRORS = (OSError, warm_start.IncompatibleCheckpointError)
+
+MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export')
+
+
+def failed_check(error):
+  """The text of a failed data check (a tf.debugging.Assert), or None.
+
+  Args:
+    error: a `tf.errors.InvalidArgumentError` from a run.
+
+  Returns:
+    e.g. 'Label map of example a.png has values 7 ...', or None when the
+    error is not one of the pipeline's own checks.
+  """
+  for line in error.message.splitlines():
+    if 'assertion failed:' in line:
+      fields = re.findall(r'\[([^\[\]]*)\]', line.split('assertion failed:')[1])
+      return ' '.join(fields)
+  return None
 
 
 def _config_saver_hooks(estimator):
@@ -17,62 +49,140 @@ def _config_saver_hooks(estimator):
                                     summarize_config=True)]
 
 
-def _train(estimator, train_input_fn, train_steps):
-  estimator.train(train_input_fn, max_steps=train_steps,
-                  hooks=_config_saver_hooks(estimator))
+def _record(estimator, timer, eval_result, checkpoint_path):
+  """Records one evaluation and keeps (and exports) the best checkpoint.
+
+  A step already in metrics.jsonl is not written again: a resumed
+  `train_and_evaluate` re-saves and re-evaluates the checkpoint it resumed
+  from.
+  """
+  step = int(eval_result['global_step'])
+  new_step = all(r['global_step'] != step
+                 for r in results.read_records(estimator.eval_dir()))
+  if not new_step:
+    tf.compat.v1.logging.info('Step %d is already in metrics.jsonl; its new '
+                              'evaluation is logged, not recorded.', step)
+  record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
+                          model_fn_lib.segmentation_task().class_names,
+                          seconds=timer.seconds, append=new_step)
+  # export/best/ follows best/, in every mode that evaluates.
+  if new_step and best_checkpoint.update(estimator.model_dir, record):
+    saved_model.export_best(estimator)
+  return record
+
+
+def _last_record(estimator):
+  """The record of the latest step, or None before any evaluation."""
+  records = results.read_records(estimator.eval_dir())
+  return max(records, key=lambda r: r['global_step'], default=None)
 
 
 def _evaluate(estimator, eval_input_fn, checkpoint_path):
+  """Evaluates one checkpoint over the whole split and records it."""
+  timer = results.EvalTimer()
+  eval_result = estimator.evaluate(eval_input_fn, steps=None, hooks=[timer],
+                                   checkpoint_path=checkpoint_path)
+  return _record(estimator, timer, eval_result, checkpoint_path)
+
+
+def _eval_latest(estimator, eval_input_fn, checkpoint_path):
   checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
   if not checkpoint_path:
     raise FileNotFoundError(
         f'No checkpoint to evaluate in {estimator.model_dir}; train first or '
-        'pass the checkpoint to evaluate.')
-  eval_result = estimator.evaluate(eval_input_fn, steps=None,
-                                   checkpoint_path=checkpoint_path)
-  return results.report(estimator.eval_dir(), eval_result, checkpoint_path)
+        'pass --checkpoint.')
+  return _evaluate(estimator, eval_input_fn, checkpoint_path)
+
+
+def _continuous_eval(estimator, eval_input_fn, train_steps):
+  continuous.continuous_eval(
+      functools.partial(_evaluate, estimator, eval_input_fn),
+      estimator.model_dir, estimator.eval_dir(), final_step=train_steps)
+  return _last_record(estimator)
 
 
 def _train_and_evaluate(estimator, train_input_fn, eval_input_fn,
                         train_steps, throttle_secs):
+  timer = results.EvalTimer()
   train_spec = tf.estimator.TrainSpec(
       train_input_fn, max_steps=train_steps,
       hooks=_config_saver_hooks(estimator))
   eval_spec = tf.estimator.EvalSpec(
       eval_input_fn, steps=None, start_delay_secs=0,
-      throttle_secs=throttle_secs,
-      exporters=[results.MetricsExporter(estimator.eval_dir())])
+      throttle_secs=throttle_secs, hooks=[timer],
+      exporters=[results.MetricsExporter(
+          functools.partial(_record, estimator, timer))]
+      + saved_model.make_exporters(estimator.model_dir))
   tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-  records = results.read_records(estimator.eval_dir())
-  return records[-1] if records else None
+  # Kept checkpoints that the throttle or a crash of an earlier run left
+  # unevaluated: metrics.jsonl ends with every kept checkpoint, once.
+  continuous.evaluate_pending(
+      functools.partial(_evaluate, estimator, eval_input_fn),
+      estimator.model_dir, continuous.recorded_steps(estimator.eval_dir()))
+  return _last_record(estimator)
 
 
-@gin.configurable(denylist=['mode', 'model_dir', 'checkpoint_path'])
-def run(mode, model_dir, checkpoint_path=None, train_steps=gin.REQUIRED,
-        throttle_secs=60):
+@gin.configurable(denylist=['mode', 'model_dir', 'checkpoint_path',
+                            'tpu_address'])
+def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
+        train_steps=gin.REQUIRED, throttle_secs=60):
   """Runs one mode of the experiment.
+
+  In a TF_CONFIG cluster, 'train' and 'train_and_eval' do the task's part:
+  the chief and workers train, parameter servers serve until training ends,
+  and the evaluator runs the continuous evaluator.
 
   Args:
     mode: one of `MODES`.
     model_dir: str, where checkpoints, summaries and eval results go.
-    checkpoint_path: optional checkpoint for 'eval'; default the latest.
-    train_steps: int, the global step training stops at (macro TRAIN_STEPS).
+    checkpoint_path: optional checkpoint for 'eval' and 'export' (a
+      SavedModel under <model_dir>/export/); default the latest.
+    tpu_address: optional `run_config.TpuAddress` of the TPU to run on.
+    train_steps: int, the global step training stops at (macro TRAIN_STEPS);
+      the continuous evaluator exits after evaluating it.
     throttle_secs: int, least seconds between evaluations in
       'train_and_eval'; the final checkpoint is always evaluated.
 
   Returns:
-    The metrics.jsonl record of the last evaluation, or None after 'train'.
+    The metrics.jsonl record of the last evaluation, or None after 'train'
+    and 'export'.
 
   Raises:
     ValueError: an unknown mode.
   """
   if mode not in MODES:
     raise ValueError(f'Unknown mode {mode!r}; expected one of {MODES}.')
-  config = run_config_lib.build_run_config(model_dir)
+  role = cluster.role(mode)
+  if role == 'ps':
+    cluster.serve_parameters()
+    return None
+  if role == 'evaluator':
+    mode = 'continuous_eval'
+  config = run_config_lib.build_run_config(model_dir, tpu_address)
   estimator, train_fn, eval_fn = run_config_lib.build_estimator(config)
+  try:
+    if role == 'trainer':
+      return cluster.train(estimator, train_fn, eval_fn, train_steps,
+                           _config_saver_hooks(estimator))
+    return _run_mode(mode, estimator, train_fn, eval_fn, checkpoint_path,
+                     train_steps, throttle_secs)
+  except tf.errors.DataLossError as error:
+    raise input_lib.explain_data_loss(error) from error
+
+
+def _run_mode(mode, estimator, train_fn, eval_fn, checkpoint_path,
+              train_steps, throttle_secs):
+  """Runs `mode` on a built estimator; see `run`."""
   if mode == 'train':
-    return _train(estimator, train_fn, train_steps)
+    estimator.train(train_fn, max_steps=train_steps,
+                    hooks=_config_saver_hooks(estimator))
+    return None
   if mode == 'eval':
-    return _evaluate(estimator, eval_fn, checkpoint_path)
+    return _eval_latest(estimator, eval_fn, checkpoint_path)
+  if mode == 'continuous_eval':
+    return _continuous_eval(estimator, eval_fn, train_steps)
+  if mode == 'export':
+    saved_model.export_checkpoint(estimator, checkpoint_path)
+    return None
   return _train_and_evaluate(estimator, train_fn, eval_fn, train_steps,
                              throttle_secs)

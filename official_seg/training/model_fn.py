@@ -7,38 +7,43 @@ import gin
 import tensorflow as tf
 
 from official_seg.evaluation import metrics
+from official_seg.export import signatures
+from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
 from official_seg.training import optimizers
 from official_seg.training import schedules
 from official_seg.training import summaries
+from official_seg.training import warm_start
 
 ModeKeys = tf.estimator.ModeKeys
 TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
 
 
-def upsampled_logits(logits, images):
-  """Resizes logits bilinearly to the input image size, as DeepLab does."""
-  return tf.image.resize(logits, tf.shape(images)[1:3], method='bilinear')
-
-
-def _predict_spec(logits, features):
-  logits = upsampled_logits(logits, features['image'])
+def _predict_spec(model, logits, features):
+  probabilities = inference.predict_probabilities(model, features['image'],
+                                                  base_logits=logits)
   predictions = {
-      'semantic': tf.argmax(logits, axis=-1, output_type=tf.int32),
-      'probabilities': tf.nn.softmax(logits),
+      'semantic': tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+      'probabilities': probabilities,
       'height': features['height'],
       'width': features['width'],
   }
-  return TPUEstimatorSpec(ModeKeys.PREDICT, predictions=predictions)
+  # Export and predict restore the checkpoint's variables as they are; were
+  # moving averages kept, a scaffold_fn here would restore those instead.
+  return TPUEstimatorSpec(
+      ModeKeys.PREDICT, predictions=predictions,
+      export_outputs=signatures.export_outputs(predictions, logits, features))
 
 
-def _eval_spec(logits, features, labels, loss, class_names, ignore_label):
-  predictions = tf.argmax(upsampled_logits(logits, features['image']),
-                          axis=-1, output_type=tf.int32)
-  confusion = metrics.confusion_matrices(labels, predictions,
-                                         len(class_names), ignore_label)
-  metric_fn = functools.partial(metrics.metric_fn, class_names=class_names)
+def _eval_spec(model, logits, features, labels, loss, task):
+  probabilities = inference.predict_probabilities(model, features['image'],
+                                                  base_logits=logits)
+  predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+  confusion = metrics.confusion_matrices(labels, predictions, task.num_classes,
+                                         task.ignore_label)
+  metric_fn = functools.partial(metrics.metric_fn,
+                                class_names=task.class_names)
   return TPUEstimatorSpec(
       ModeKeys.EVAL, loss=loss,
       eval_metrics=(metric_fn, {'confusion': confusion,
@@ -46,6 +51,7 @@ def _eval_spec(logits, features, labels, loss, class_names, ignore_label):
 
 
 def _train_spec(model, images, loss, seg_loss, params, model_dir):
+  warm_start.check_resume_compatible(model, model_dir)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   learning_rate = schedules.learning_rate(global_step)
   optimizer = optimizers.make_optimizer(learning_rate,
@@ -59,7 +65,8 @@ def _train_spec(model, images, loss, seg_loss, params, model_dir):
       {'loss/total': loss, 'loss/segmentation': seg_loss,
        'learning_rate': learning_rate})
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
-                          host_call=host_call)
+                          host_call=host_call,
+                          scaffold_fn=warm_start.warm_start(model, model_dir))
 
 
 Task = collections.namedtuple('Task', 'num_classes class_names ignore_label')
@@ -105,13 +112,13 @@ def model_fn(features, labels, mode, params, config):
   task = segmentation_task()
   model = model_lib.build_model(num_classes=task.num_classes)
   images = features['image']
-  logits = model(images, training=mode == ModeKeys.TRAIN)['logits']
+  training = optimizers.model_training_flag(mode == ModeKeys.TRAIN)
+  logits = model(images, training=training)['logits']
   if mode == ModeKeys.PREDICT:
-    return _predict_spec(logits, features)
+    return _predict_spec(model, logits, features)
   loss, seg_loss = losses.total_loss(model, logits, labels)
   if mode == ModeKeys.EVAL:
-    return _eval_spec(logits, features, labels, seg_loss, task.class_names,
-                      task.ignore_label)
+    return _eval_spec(model, logits, features, labels, seg_loss, task)
   return _train_spec(model, images, loss, seg_loss, params, config.model_dir)
 
 

@@ -1,4 +1,6 @@
-"""Optimizers bound in gin, and the training step that applies them."""
+"""Optimizers, fine-tuning controls and the training step, bound in gin."""
+
+import re
 
 import gin
 import gin.tf.external_configurables  # pylint: disable=unused-import
@@ -7,6 +9,38 @@ import tensorflow as tf
 # gin files name the tf.compat.v1 optimizers that gin.tf registers, e.g.
 # @tf.train.MomentumOptimizer: TPUEstimator's CrossShardOptimizer wraps only
 # tf.compat.v1 optimizers.
+
+# Keras layers name their bias 'bias'; DeepLab's slim layers 'biases'.
+_BIAS = re.compile(r'(^|/)bias(es)?$')
+
+
+def variable_name(variable):
+  """The name checkpoints, reports and gin regexes use: no ':0' suffix."""
+  return variable.name.split(':')[0]
+
+
+def compile_patterns(patterns, binding):
+  """Compiles the regular expressions of a gin binding.
+
+  Args:
+    patterns: list of str regular expressions.
+    binding: str, the gin binding they come from, for error messages.
+
+  Returns:
+    List of compiled `re.Pattern`s.
+
+  Raises:
+    ValueError: `patterns` is a string rather than a list, or one does not
+      compile; the message names `binding`.
+  """
+  if isinstance(patterns, str):
+    raise ValueError(f'{binding} must be a list of regular expressions, not '
+                     f'the string {patterns!r}; write [{patterns!r}].')
+  try:
+    return [re.compile(pattern) for pattern in patterns]
+  except re.error as error:
+    raise ValueError(f'{binding}: {error.pattern!r} is not a valid regular '
+                     f'expression ({error}).') from error
 
 
 @gin.configurable(denylist=['learning_rate', 'use_tpu'])
@@ -28,8 +62,124 @@ def make_optimizer(learning_rate, use_tpu=False, optimizer=gin.REQUIRED):
   return opt
 
 
+@gin.configurable(denylist=['is_training'])
+def model_training_flag(is_training, fine_tune_batch_norm=True):
+  """The `training` argument of the model call.
+
+  DeepLab's `fine_tune_batch_norm=False` (for batches too small for good
+  statistics) runs batch norm in inference mode while training: it normalises
+  with the moving statistics and never updates them, and gamma, beta and all
+  other variables still train. Keras has one `training` flag per call, so the
+  whole model runs in inference mode; that differs from DeepLab only for
+  dropout and stochastic depth, which the shipped gin files leave off.
+
+  Args:
+    is_training: bool, whether the model_fn is in TRAIN mode.
+    fine_tune_batch_norm: bool (macro FINE_TUNE_BATCH_NORM).
+
+  Returns:
+    bool.
+  """
+  return bool(is_training and fine_tune_batch_norm)
+
+
+@gin.configurable(denylist=['variables'])
+def trainable_variables(variables, freeze=()):
+  """The variables the optimizer updates: all but the frozen ones.
+
+  Batch-norm statistics are not trainable variables: a frozen layer's
+  statistics follow FINE_TUNE_BATCH_NORM.
+
+  Args:
+    variables: list of trainable `tf.Variable`s.
+    freeze: list of regular expressions; a variable whose name matches one
+      (`re.search`) is not updated.
+
+  Returns:
+    List of `tf.Variable`s.
+
+  Raises:
+    ValueError: a pattern matches no variable, which is most likely a typo.
+  """
+  patterns = compile_patterns(freeze, 'trainable_variables.freeze')
+  names = [variable_name(v) for v in variables]
+  for pattern in patterns:
+    if not any(pattern.search(name) for name in names):
+      raise ValueError(
+          f'trainable_variables.freeze: {pattern.pattern!r} matches no '
+          f'trainable variable; names look like {names[:2]} and '
+          f'{names[-1:]}. Fix or remove the pattern.')
+  kept = [v for v, name in zip(variables, names)
+          if not any(p.search(name) for p in patterns)]
+  if patterns:
+    tf.compat.v1.logging.info('Freezing %d of %d trainable variables.',
+                              len(variables) - len(kept), len(variables))
+  return kept
+
+
+@gin.configurable(denylist=['variables'])
+def gradient_multipliers(variables, last_layers=(),
+                         last_layer_gradient_multiplier=1.0,
+                         bias_multiplier=1.0):
+  """DeepLab's gradient multipliers (train_utils.model_gradient_multipliers).
+
+  Args:
+    variables: list of trainable `tf.Variable`s.
+    last_layers: list of regular expressions naming the last layers (macro
+      LAST_LAYERS).
+    last_layer_gradient_multiplier: float, scales last-layer gradients.
+    bias_multiplier: float, further scales every bias gradient; DeepLab uses
+      2.0, so a last-layer bias gets 2 * last_layer_gradient_multiplier.
+
+  Returns:
+    Dict of variable name to factor, for the factors that are not 1.
+  """
+  patterns = compile_patterns(last_layers, 'gradient_multipliers.last_layers')
+  factors = {}
+  for name in map(variable_name, variables):
+    factor = 1.0
+    if any(pattern.search(name) for pattern in patterns):
+      factor *= last_layer_gradient_multiplier
+    if _BIAS.search(name):
+      factor *= bias_multiplier
+    if factor != 1.0:
+      factors[name] = factor
+  if factors:
+    tf.compat.v1.logging.info('Gradient multipliers: %s', factors)
+  return factors
+
+
+def scale_gradients(grads_and_vars, multipliers):
+  """Multiplies each variable's gradient by its factor.
+
+  Written here because slim's `multiply_gradients`, which DeepLab used, is not
+  part of TF 2, and Keras optimizers have no per-variable rates.
+
+  Args:
+    grads_and_vars: list of (gradient or None, variable) pairs.
+    multipliers: dict of variable name to float factor; others keep 1.
+
+  Returns:
+    List of (gradient, variable) pairs.
+  """
+  scaled = []
+  for grad, var in grads_and_vars:
+    factor = multipliers.get(variable_name(var))
+    if grad is not None and factor is not None:
+      if isinstance(grad, tf.IndexedSlices):
+        grad = tf.IndexedSlices(grad.values * factor, grad.indices,
+                                grad.dense_shape)
+      else:
+        grad = grad * factor
+    scaled.append((grad, var))
+  return scaled
+
+
 def train_op(optimizer, loss, variables, update_ops):
   """One training step: gradients, batch-norm updates, global step.
+
+  The frozen variables (`trainable_variables`) are left out and the gradients
+  scaled by `gradient_multipliers`, both as bound in gin.
 
   Args:
     optimizer: a `tf.compat.v1.train.Optimizer`.
@@ -39,13 +189,22 @@ def train_op(optimizer, loss, variables, update_ops):
 
   Returns:
     The train op; it fails with InvalidArgumentError naming the step when the
-    loss is NaN or Inf, before any variable is changed.
+    loss or the gradients are NaN or Inf, before any variable is changed.
   """
+  variables = trainable_variables(variables)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   finite = tf.debugging.Assert(
       tf.math.is_finite(loss),
       ['Loss is NaN or Inf at global step', global_step, 'loss', loss])
   with tf.control_dependencies([finite]):
     grads_and_vars = optimizer.compute_gradients(loss, var_list=variables)
-  with tf.control_dependencies(update_ops):
+  grads_and_vars = scale_gradients(grads_and_vars,
+                                   gradient_multipliers(variables))
+  # A finite loss can still have NaN gradients (e.g. from Inf inputs): check
+  # them too, so no NaN reaches a variable or a checkpoint.
+  grads_finite = tf.debugging.Assert(
+      tf.math.is_finite(tf.linalg.global_norm(
+          [grad for grad, _ in grads_and_vars if grad is not None])),
+      ['Gradients are NaN or Inf at global step', global_step])
+  with tf.control_dependencies(update_ops + [grads_finite]):
     return optimizer.apply_gradients(grads_and_vars, global_step=global_step)

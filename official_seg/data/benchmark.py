@@ -1,0 +1,58 @@
+"""Throughput of an input pipeline: images per second after warm-up."""
+
+import collections
+import time
+
+import gin
+
+from official_seg.data import input_fn as input_lib
+from official_seg.runtime import gin_config
+
+Throughput = collections.namedtuple(
+    'Throughput', ['images_per_second', 'num_images', 'seconds'])
+
+
+def measure(dataset, batch_size, warmup_batches=10, num_batches=50):
+  """Times `num_batches` batches of a dataset after `warmup_batches`.
+
+  Warm-up fills tf.data's buffers (shuffle, prefetch) and lets autotuning
+  settle, so the figure is the steady-state rate.
+
+  Args:
+    dataset: a `tf.data.Dataset` of batches.
+    batch_size: int, images per batch.
+    warmup_batches: int, batches read before timing.
+    num_batches: int, batches timed.
+
+  Returns:
+    `Throughput`.
+  """
+  iterator = iter(dataset)
+  for _ in range(warmup_batches):
+    next(iterator)
+  start = time.perf_counter()
+  for _ in range(num_batches):
+    next(iterator)
+  seconds = time.perf_counter() - start
+  num_images = num_batches * batch_size
+  return Throughput(num_images / seconds, num_images, seconds)
+
+
+def training_input(gin_files, gin_params, data_dir=None, batch_size=None):
+  """The training dataset of a gin experiment, as train_and_eval builds it.
+
+  Args:
+    gin_files: list of gin files.
+    gin_params: list of bindings applied after the files.
+    data_dir: optional str, overrides DATA_DIR.
+    batch_size: optional int; default TRAIN_BATCH_SIZE.
+
+  Returns:
+    (dataset, batch_size).
+  """
+  params = list(gin_params) + ([f'DATA_DIR = {data_dir!r}'] if data_dir else [])
+  gin.clear_config()
+  gin_config.parse(gin_files, params, finalize=False)
+  batch_size = batch_size or gin.query_parameter('%TRAIN_BATCH_SIZE')
+  input_fn = input_lib.make_input_fn(is_training=True)
+  return input_fn({'batch_size': batch_size}), batch_size

@@ -1,0 +1,149 @@
+"""Converts a dataset on disk to DeepLab TFRecord shards, in parallel, checked."""
+
+import collections
+import functools
+import math
+import multiprocessing
+import os
+
+import numpy as np
+import tensorflow as tf
+import tqdm
+
+from official_seg.data import encode
+from official_seg.data import layouts
+from official_seg.data import tfexample
+
+# Shards of about this many source bytes; tf.data reads 100-200 MB files well.
+TARGET_SHARD_BYTES = 100 * 2**20
+# Enough shards for a few input pipelines of multi-worker training.
+MIN_SHARDS = 4
+
+# class_counts: int64 [256], pixels of each label value written.
+SplitSummary = collections.namedtuple(
+    'SplitSummary', ['split', 'num_images', 'num_shards', 'class_counts',
+                     'pattern'])
+
+
+def valid_label_text(layout, info):
+  """The valid label values of a layout in words, for error messages."""
+  if layout == 'cityscapes':
+    return (f'Cityscapes label ids 0-{layouts.CITYSCAPES_NUM_IDS - 1}, mapped '
+            'to train ids')
+  return (f'classes 0-{info.num_classes - 1}, ignore label '
+          f'{info.ignore_label}')
+
+
+def auto_num_shards(pairs):
+  """Shards for `pairs`: ~`TARGET_SHARD_BYTES` each, at least `MIN_SHARDS`."""
+  size = sum(os.path.getsize(p.image) + os.path.getsize(p.label)
+             for p in pairs)
+  return max(1, min(len(pairs),
+                    max(MIN_SHARDS, math.ceil(size / TARGET_SHARD_BYTES))))
+
+
+def _encoded(pairs, encode_fn, num_workers):
+  """Yields `encode_fn(pair)` in the order of `pairs`.
+
+  Workers come from a forkserver, not a fork of this process: TensorFlow's
+  threads make forking it unsafe, and the server preloads only the
+  TensorFlow-free encode module, so workers start in a fraction of a second.
+  """
+  if num_workers <= 1:
+    yield from map(encode_fn, pairs)
+    return
+  context = multiprocessing.get_context('forkserver')
+  context.set_forkserver_preload([encode.__name__])
+  with context.Pool(num_workers) as pool:
+    yield from pool.imap(encode_fn, pairs, chunksize=4)
+
+
+def _clear_shards(output_dir, split, overwrite):
+  """Refuses, or with `overwrite` deletes, shards of `split` already there."""
+  pattern = tfexample.shard_pattern(output_dir, split)
+  existing = tf.io.gfile.glob(pattern)
+  if existing and not overwrite:
+    raise layouts.DatasetError(
+        f'{len(existing)} shards already match {pattern}; pass --overwrite to '
+        'replace them, or choose another --output_dir.')
+  for path in existing:
+    tf.io.gfile.remove(path)
+
+
+def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
+                  num_workers=1, overwrite=False, progress=True):
+  """Encodes and writes the pairs of one split as DeepLab shards.
+
+  Args:
+    pairs: list of `layouts.Pair`.
+    output_dir: str, where `<split>-NNNNN-of-NNNNN.tfrecord` go.
+    split: str, the split name.
+    lookup: int16 [256] from `layouts.label_lookup`.
+    valid_text: str, the valid label values in words, for messages.
+    num_shards: int; 0 picks `auto_num_shards`.
+    num_workers: int, encoding processes; 1 encodes in this process.
+    overwrite: bool, replace existing shards of the split.
+    progress: bool, show a progress bar on stderr.
+
+  Returns:
+    A `SplitSummary`.
+
+  Raises:
+    layouts.DatasetError: bad data (the message names the file) or existing
+      shards; no shard of the split is left behind.
+  """
+  num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
+  _clear_shards(output_dir, split, overwrite)
+  encode_fn = functools.partial(encode.encode_pair, lookup=lookup,
+                                valid_text=valid_text)
+  counts = np.zeros(256, np.int64)
+
+  def examples():
+    bar = tqdm.tqdm(_encoded(pairs, encode_fn, num_workers), total=len(pairs),
+                    desc=split, unit='img', disable=not progress)
+    for item in bar:
+      counts[:] += item.class_counts
+      yield tfexample.make_example(item.image_bytes, item.label_bytes,
+                                   item.name, item.image_format, item.height,
+                                   item.width)
+
+  try:
+    written = tfexample.write_shards(examples(), output_dir, split, num_shards)
+  except BaseException:
+    for index in range(num_shards):
+      path = tfexample.shard_path(output_dir, split, index, num_shards)
+      if tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
+    raise
+  return SplitSummary(split, written, num_shards, counts,
+                      tfexample.shard_pattern(output_dir, split))
+
+
+def format_summary(summary, info):
+  """A closing report of one split: images, shards and class pixel counts.
+
+  Args:
+    summary: `SplitSummary`.
+    info: `dataset_info.DatasetInfo` of the dataset.
+
+  Returns:
+    str, several lines.
+  """
+  lines = [f'{summary.split}: {summary.num_images} images in '
+           f'{summary.num_shards} shards ({summary.pattern})']
+  expected = info.split_sizes.get(summary.split)
+  if expected is not None and expected != summary.num_images:
+    lines.append(f'  note: SPLIT_SIZES expects {expected} images for '
+                 f'{summary.split!r}; is the dataset complete?')
+  total = max(int(summary.class_counts.sum()), 1)
+  rows = [(i, name) for i, name in enumerate(info.class_names)]
+  if info.ignore_label >= info.num_classes:
+    rows.append((info.ignore_label, 'ignore'))
+  lines.append(f'  {"id":>4} {"class":<24} {"pixels":>14} {"share":>7}')
+  for value, name in rows:
+    pixels = int(summary.class_counts[value])
+    if value == info.ignore_label:
+      name = f'{name} (ignore)' if name != 'ignore' else name
+    lines.append(f'  {value:>4} {name:<24} {pixels:>14,} '
+                 f'{100 * pixels / total:>6.2f}%')
+  return '\n'.join(lines)

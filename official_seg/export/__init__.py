@@ -1,0 +1,1 @@
+"""Export: SavedModels for serving, and running them on image files."""

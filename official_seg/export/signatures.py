@@ -1,0 +1,96 @@
+"""SavedModel signatures: their names and the PREDICT spec's export outputs."""
+
+import tensorflow as tf
+
+from official_seg.modeling import inference
+
+# The one input of every signature.
+INPUT_KEY = 'images'
+# Estimator names a signature after its export output key, and the
+# signatures of a receiver alternative '<alternative>:<export output key>'
+# (export_lib.build_all_signature_defs). Encoded images in, label maps out:
+SERVING_DEFAULT = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+# Encoded images in, logits and probabilities of the padded batch out:
+PROBABILITIES = 'probabilities'
+# The receiver alternative that takes float pixels instead of encoded images,
+# and its signature (float pixels in, logits and probabilities out):
+IMAGE_TENSOR = 'image_tensor'
+IMAGE_TENSOR_PROBABILITIES = f'{IMAGE_TENSOR}:{PROBABILITIES}'
+# Features only the serving receiver gives: each image's decoded size.
+ORIGINAL_HEIGHT = 'original_height'
+ORIGINAL_WIDTH = 'original_width'
+# The label of pixels beyond an image in the batch's label maps.
+PAD_LABEL = -1
+
+
+def labels_at_original_size(semantic, sizes, original_sizes):
+  """Cuts each image's labels out of the padded batch, at its decoded size.
+
+  Args:
+    semantic: int32 [B, H, W], class ids of the padded model input.
+    sizes: int32 [B, 2], (height, width) of each image inside the model
+      input: its decoded size, or the size the eval Parser resized it to.
+    original_sizes: int32 [B, 2], (height, width) of each decoded image.
+
+  Returns:
+    int32 [B, max height, max width] over `original_sizes`: image i's class
+    ids at its decoded size in the top-left corner, `PAD_LABEL` beyond it.
+  """
+  max_size = tf.reduce_max(original_sizes, axis=0)
+
+  def one_image(args):
+    labels, size, original = args
+    labels = labels[:size[0], :size[1], None]
+    # DeepLab's export resizes labels back with nearest neighbours and
+    # aligned corners; at the same size this is the identity.
+    labels = tf.compat.v1.image.resize_nearest_neighbor(
+        labels[None], original, align_corners=True)[0, :, :, 0]
+    padding = tf.stack([[0, max_size[0] - original[0]],
+                        [0, max_size[1] - original[1]]])
+    return tf.pad(labels, padding, constant_values=PAD_LABEL)
+
+  return tf.map_fn(one_image, (semantic, sizes, original_sizes),
+                   fn_output_signature=tf.int32)
+
+
+def export_outputs(predictions, logits, features):
+  """The export outputs of the PREDICT spec, when the serving receiver built it.
+
+  Outputs (B images, model input [B, H, W, 3], C classes):
+  - `SERVING_DEFAULT`: 'semantic' int32 [B, max height, max width] (see
+    `labels_at_original_size`), 'height' and 'width' int32 [B], each image's
+    decoded size.
+  - `PROBABILITIES`: 'logits' float32 [B, H, W, C] of the single-scale pass,
+    bilinearly resized to the input, and 'probabilities' float32
+    [B, H, W, C], averaged over the gin-bound scales and flips.
+
+  Args:
+    predictions: the PREDICT spec's dict with 'semantic' int32 [B, H, W] and
+      'probabilities' float32 [B, H, W, C].
+    logits: float32 [B, h, w, C], the model's logits at its output stride.
+    features: the model_fn features; the serving receiver adds
+      `ORIGINAL_HEIGHT` and `ORIGINAL_WIDTH` (int32 [B]).
+
+  Returns:
+    A dict of signature key to `tf.estimator.export.PredictOutput`, or None
+    for features of an input_fn (Estimator.predict), which export nothing.
+  """
+  if ORIGINAL_HEIGHT not in features:
+    return None
+  sizes = tf.stack([features['height'], features['width']], axis=1)
+  original_sizes = tf.stack(
+      [features[ORIGINAL_HEIGHT], features[ORIGINAL_WIDTH]], axis=1)
+  labels = labels_at_original_size(predictions['semantic'], sizes,
+                                   original_sizes)
+  input_size = tf.shape(features['image'])[1:3]
+  return {
+      SERVING_DEFAULT: tf.estimator.export.PredictOutput({
+          'semantic': labels,
+          'height': features[ORIGINAL_HEIGHT],
+          'width': features[ORIGINAL_WIDTH],
+      }),
+      PROBABILITIES: tf.estimator.export.PredictOutput({
+          'logits': inference.upsampled_logits(logits, input_size),
+          'probabilities': predictions['probabilities'],
+      }),
+  }

@@ -1,0 +1,153 @@
+"""--dry_run: checks data, batch split and model of a parsed config before a costly job."""
+
+import contextlib
+import os
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import input_fn as input_lib
+from official_seg.runtime import cluster
+from official_seg.runtime import run_config as run_config_lib
+from official_seg.runtime import tpu_estimator
+from official_seg.training import model_fn as model_fn_lib
+
+
+def bound_value(selector, scope=None):
+  """The value gin binds to `selector`, looked up in `scope` first.
+
+  Args:
+    selector: str, 'configurable.parameter'.
+    scope: optional gin scope, e.g. 'train'.
+
+  Returns:
+    The bound value with macros resolved, or None when nothing is bound.
+  """
+  for name in ([f'{scope}/{selector}'] if scope else []) + [selector]:
+    try:
+      value = gin.query_parameter(name)
+    except ValueError:
+      continue
+    while isinstance(value, gin.config.ConfigurableReference) and str(
+        value).startswith('%'):
+      value = gin.query_parameter(str(value))
+    return value
+  return None
+
+
+def _check_shards(scope):
+  """Lists a split's shards and reads one record of each.
+
+  Returns:
+    str, one report line.
+
+  Raises:
+    FileNotFoundError: no shard matches (the message names the pattern).
+    OSError: a shard cannot be read; the message names it.
+  """
+  data_dir = bound_value('build_dataset.data_dir', scope)
+  split = bound_value('build_dataset.split', scope)
+  files = input_lib.list_shards(data_dir, split)
+  empty = []
+  for path in files:
+    try:
+      if not list(tf.data.TFRecordDataset(path).take(1)):
+        empty.append(path)
+    except tf.errors.OpError as error:
+      raise OSError(f'Shard {path} of split {split!r} is not readable '
+                    f'({error.message}); rewrite or remove it.') from error
+  line = (f'{scope}: split {split!r} in {data_dir}: {len(files)} shards, '
+          'the first record of each read')
+  return line + (f'; empty shards: {empty}' if empty else '')
+
+
+@contextlib.contextmanager
+def _without_cluster():
+  """Builds as one machine: a strategy must not wait for the cluster's tasks."""
+  saved = os.environ.pop('TF_CONFIG', None)
+  try:
+    yield
+  finally:
+    if saved is not None:
+      os.environ['TF_CONFIG'] = saved
+
+
+def _replicas(config):
+  """Replicas of one step; a multi-worker strategy has some on every trainer."""
+  replicas = run_config_lib.num_replicas(config)
+  if isinstance(config.train_distribute,
+                tf.distribute.MultiWorkerMirroredStrategy):
+    spec = cluster.cluster_spec()
+    replicas *= max(1, cluster.num_trainers(spec))
+  return replicas
+
+
+def _batch_line(name, global_batch, replicas):
+  if not replicas:
+    return (f'{name}: global {global_batch}; the TPU splits it over its cores '
+            '(bind build_run_config.num_shards to check the split here)')
+  share = run_config_lib.per_replica_batch_size(global_batch, replicas, name)
+  return f'{name}: global {global_batch} = {replicas} replica(s) x {share}'
+
+
+def _count_model(model_fn, config, train_batch):
+  """Builds the model_fn once in TRAIN mode on one real training batch.
+
+  Returns:
+    (trainable parameter count, shape of the images it was built on).
+  """
+  with tf.Graph().as_default():
+    params = {'batch_size': train_batch, 'use_tpu': False}
+    train_fn = input_lib.make_input_fn(is_training=True)
+    features, labels = tf.compat.v1.data.make_one_shot_iterator(
+        train_fn(params)).get_next()
+    model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, params, config)
+    count = sum(int(np.prod(v.shape)) for v in
+                tf.compat.v1.trainable_variables())
+    with tf.compat.v1.Session() as session:
+      # One batch through the real pipeline proves decoding and parsing.
+      images = session.run(features['image'])
+  return count, images.shape
+
+
+def run(model_dir):
+  """Checks the parsed config without training, and reports.
+
+  Lists the train and eval shards and reads a record of each, builds the
+  estimator (which checks the batch split), builds the model_fn once on one
+  real training batch, and counts the trainable parameters. Nothing is
+  written and no TPU or cluster task is contacted.
+
+  Args:
+    model_dir: str, the run's model dir (only read).
+
+  Returns:
+    str, the report, ending with gin's operative config.
+
+  Raises:
+    FileNotFoundError, OSError: missing or unreadable data.
+    ValueError: a batch that the replicas cannot split, or another invalid
+      setting; the message names the binding.
+  """
+  lines = [_check_shards('train'), _check_shards('eval')]
+  with _without_cluster():
+    config = run_config_lib.build_run_config(model_dir)
+    estimator, _, _ = run_config_lib.build_estimator(config)
+  tpu_platform = isinstance(estimator, tpu_estimator.TPUEstimator)
+  replicas = (config.tpu_config.num_shards if tpu_platform
+              else _replicas(config))
+  train_batch = bound_value('build_estimator.train_batch_size')
+  lines.append(_batch_line('build_estimator.train_batch_size', train_batch,
+                           replicas))
+  # Estimator evaluates on one replica; a TPU slices eval batches over cores.
+  lines.append(_batch_line('build_estimator.eval_batch_size',
+                           bound_value('build_estimator.eval_batch_size'),
+                           replicas if tpu_platform else 1))
+  count, shape = _count_model(
+      tpu_estimator.tpu_model_fn if tpu_platform else model_fn_lib.model_fn,
+      config, train_batch // replicas if replicas else train_batch)
+  lines.append(f'model: {count:,} trainable parameters, built on training '
+               f'images {list(shape)}')
+  lines.append('Operative gin config:\n' + gin.operative_config_str())
+  return '\n'.join(lines)

@@ -1,0 +1,231 @@
+"""TPUEstimator platform: per-host input, exact eval, bfloat16, cross-shard batch norm."""
+
+import contextlib
+
+import gin
+import tensorflow as tf
+
+from official_seg.training import model_fn as model_fn_lib
+
+tpu = tf.compat.v1.estimator.tpu
+ModeKeys = tf.estimator.ModeKeys
+
+
+def cluster_resolver(tpu_address):
+  """A `TPUClusterResolver` for the binary's --tpu flags, or None without a TPU.
+
+  Args:
+    tpu_address: optional `run_config.TpuAddress`.
+
+  Returns:
+    A `tf.distribute.cluster_resolver.TPUClusterResolver`, or None when no
+    TPU is named; only a named TPU (or its cloud API) is ever contacted.
+  """
+  if not tpu_address or not tpu_address.tpu:
+    return None
+  return tf.distribute.cluster_resolver.TPUClusterResolver(
+      tpu=tpu_address.tpu, zone=tpu_address.zone, project=tpu_address.project)
+
+
+def tpu_config(iterations_per_loop, num_shards, per_host_input, on_tpu):
+  """A `TPUConfig`; evaluation on a TPU reads one pipeline sliced over cores.
+
+  Args:
+    iterations_per_loop: int.
+    num_shards: optional int.
+    per_host_input: str, a `tpu.InputPipelineConfig` name.
+    on_tpu: bool, a TPU is named.
+
+  Returns:
+    A `tpu.TPUConfig`.
+
+  Raises:
+    ValueError: `per_host_input` names no input pipeline configuration.
+  """
+  names = ('PER_SHARD_V1', 'PER_HOST_V1', 'PER_HOST_V2', 'BROADCAST')
+  if per_host_input not in names:
+    raise ValueError(
+        f'build_run_config.per_host_input_for_training={per_host_input!r} is '
+        f'not one of {names}.')
+  # SLICED: host 0 reads the eval split once and each core gets a slice of
+  # every global batch, so padding stays in the last batch and each image
+  # counts once. TPUEstimator refuses it off the TPU.
+  eval_input = tpu.InputPipelineConfig.SLICED if on_tpu else (
+      tpu.InputPipelineConfig.PER_HOST_V1)
+  return tpu.TPUConfig(
+      iterations_per_loop=iterations_per_loop, num_shards=num_shards,
+      per_host_input_for_training=getattr(tpu.InputPipelineConfig,
+                                          per_host_input),
+      eval_training_input_configuration=eval_input)
+
+
+@gin.configurable
+def mixed_precision_policy(name='float32'):
+  """The Keras dtype policy the model is built with under TPUEstimator.
+
+  Args:
+    name: 'float32', or 'mixed_bfloat16': activations in bfloat16 (on TPUs,
+      and on CPUs with bfloat16 support), variables, loss and metrics in
+      float32. bfloat16 needs no loss scaling.
+
+  Returns:
+    str, the policy name.
+  """
+  return name
+
+
+def check_precision_supported():
+  """Raises ValueError if a mixed precision is set for `tf.estimator.Estimator`.
+
+  The policy is set around each model_fn call; a strategy's replicas build
+  their layers in turns, interleaved, so one global policy cannot be scoped
+  to each of them.
+  """
+  name = mixed_precision_policy()
+  if name != 'float32':
+    raise ValueError(
+        f'mixed_precision_policy.name={name!r} needs the TPUEstimator '
+        '(gin/platforms/tpu.gin); use float32 with Estimator platforms.')
+
+
+@contextlib.contextmanager
+def _keras_policy(name):
+  """Sets Keras's global dtype policy for the block, then restores it.
+
+  Keras's own policy_scope is private; layers read the global policy when
+  they are constructed, which happens inside the model_fn.
+  """
+  previous = tf.keras.mixed_precision.global_policy()
+  tf.keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    tf.keras.mixed_precision.set_global_policy(previous)
+
+
+class CrossShardReplicaContext(tf.distribute.ReplicaContext):
+  """Lets Keras's synchronized batch norm sum its statistics over TPU shards.
+
+  Keras batch norm with `synchronized=True` (Model Garden's `use_sync_bn`)
+  all-reduces through the current replica context. TPUEstimator shards the
+  model_fn without a distribution strategy, so that context is the default
+  one and the statistics would stay per shard; inside this context they are
+  summed with `tf.compat.v1.tpu.cross_replica_sum` over all shards. Variables
+  are still created by the default strategy.
+  """
+
+  def __init__(self, num_shards, sum_fn=tf.compat.v1.tpu.cross_replica_sum):
+    super().__init__(tf.distribute.get_strategy(), replica_id_in_sync_group=0)
+    self._num_shards = num_shards
+    self._sum_fn = sum_fn
+
+  @property
+  def num_replicas_in_sync(self):
+    return self._num_shards
+
+  def all_reduce(self, reduce_op, value, options=None):
+    del options  # Unused: one implementation on TPUs.
+    total = tf.nest.map_structure(self._sum_fn, value)
+    if reduce_op == tf.distribute.ReduceOp.MEAN:
+      return tf.nest.map_structure(lambda t: t / self._num_shards, total)
+    return total
+
+
+def _cross_shard_context(mode, params):
+  """The context of a training step on more than one TPU shard, else a no-op."""
+  context = params.get('context')
+  if (mode == ModeKeys.TRAIN and params.get('use_tpu') and context
+      and context.num_replicas > 1):
+    return CrossShardReplicaContext(context.num_replicas)
+  return contextlib.nullcontext()
+
+
+def tpu_model_fn(features, labels, mode, params, config):
+  """`model_fn_lib.model_fn` in the mixed precision policy and shard context."""
+  with _keras_policy(mixed_precision_policy()), _cross_shard_context(
+      mode, params):
+    return model_fn_lib.model_fn(features, labels, mode, params, config)
+
+
+def host_input_context(context):
+  """The `InputContext` of one TPU host's input pipeline, or None for one host.
+
+  Args:
+    context: the `TPUContext` TPUEstimator puts in params['context'], or None
+      off the TPU.
+  """
+  if context is None:
+    return None
+  _, host, hosts = context.current_input_fn_deployment()
+  if hosts <= 1:
+    return None
+  return tf.distribute.InputContext(num_input_pipelines=hosts,
+                                    input_pipeline_id=host,
+                                    num_replicas_in_sync=context.num_replicas)
+
+
+def _per_host(input_fn):
+  """Has each TPU host read its own share of the shards (PER_HOST_V2)."""
+  def wrapped(params):
+    return input_fn(params, host_input_context(params.get('context')))
+  return wrapped
+
+
+def count_batches(input_fn, batch_size):
+  """Batches the eval input_fn yields for the whole split at `batch_size`.
+
+  Args:
+    input_fn: an eval input_fn (TPUEstimator contract); its last batch is
+      padded, so this is ceil(images / batch_size).
+    batch_size: int, the global eval batch.
+
+  Returns:
+    int.
+  """
+  dataset = input_fn({'batch_size': batch_size})
+  return int(dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+
+
+class TPUEstimator(tpu.TPUEstimator):
+  """TPUEstimator whose `evaluate(steps=None)` covers the split once on a TPU.
+
+  TPUEstimator needs explicit eval steps on a TPU; they are counted once from
+  the padded eval pipeline itself, so they always match what it yields.
+  """
+
+  def __init__(self, use_tpu, eval_batch_size, **kwargs):
+    super().__init__(use_tpu=use_tpu, eval_batch_size=eval_batch_size,
+                     **kwargs)
+    self._on_tpu = use_tpu
+    self._global_eval_batch = eval_batch_size
+    self._eval_steps = {}
+
+  def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,
+               name=None):
+    if steps is None and self._on_tpu:
+      if input_fn not in self._eval_steps:
+        self._eval_steps[input_fn] = count_batches(input_fn,
+                                                   self._global_eval_batch)
+      steps = self._eval_steps[input_fn]
+    return super().evaluate(input_fn, steps=steps, hooks=hooks,
+                            checkpoint_path=checkpoint_path, name=name)
+
+
+def build(run_config, train_input_fn, eval_input_fn, train_batch_size,
+          eval_batch_size):
+  """Builds the TPUEstimator; on a TPU exactly when the run config names one.
+
+  Args:
+    run_config: a `tpu.RunConfig`; its `cluster` is the TPU, or None.
+    train_input_fn, eval_input_fn: input_fns (TPUEstimator contract).
+    train_batch_size, eval_batch_size: int, global batches.
+
+  Returns:
+    (estimator, train_input_fn, eval_input_fn).
+  """
+  estimator = TPUEstimator(
+      model_fn=tpu_model_fn, config=run_config,
+      use_tpu=run_config.cluster is not None,
+      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+      predict_batch_size=eval_batch_size)
+  return estimator, _per_host(train_input_fn), eval_input_fn

@@ -1,0 +1,108 @@
+"""--dry_run: data, batch split and model checked, config printed, nothing written."""
+
+import json
+import os
+import subprocess
+import sys
+from unittest import mock
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.modeling import model as model_lib
+from official_seg.runtime import dry_run
+from official_seg.runtime import gin_config
+from official_seg.training import model_fn as model_fn_lib
+import testing_utils
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _trainable_parameters():
+  """The quickstart model's trainable parameters, built on its own."""
+  with tf.Graph().as_default():
+    model = model_lib.build_model(
+        num_classes=model_fn_lib.segmentation_task().num_classes)
+    model(tf.zeros([1, 33, 33, 3]), training=True)
+    return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+
+
+class DryRunTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
+    self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+
+  def test_reports_data_batches_parameters_and_config(self):
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    report = dry_run.run(self.model_dir)
+    self.assertIn(f"train: split 'train' in {self.data_dir}: 2 shards", report)
+    self.assertIn(f"eval: split 'val' in {self.data_dir}: 2 shards", report)
+    self.assertIn('build_estimator.train_batch_size: global 2 = 1 replica(s) '
+                  'x 2', report)
+    self.assertIn(f'model: {_trainable_parameters():,} trainable parameters, '
+                  'built on training images [2, 33, 33, 3]', report)
+    config = report.split('Operative gin config:\n', 1)[1]
+    # What the model_fn called is there, not only what the files bind.
+    self.assertIn('build_model.backbone = @backbones.MobileNet', config)
+    self.assertIn('MomentumOptimizer.momentum = 0.9', config)
+    self.assertFalse(os.path.exists(self.model_dir))
+
+  def test_missing_split_names_the_pattern(self):
+    empty = self.create_tempdir().full_path
+    testing_utils.parse_tiny_quickstart(empty)
+    with self.assertRaisesRegex(FileNotFoundError,
+                                f'{empty}/train-.....-of-.....'):
+      dry_run.run(self.model_dir)
+
+  def test_unreadable_shard_names_it(self):
+    path = os.path.join(self.data_dir, 'val-00002-of-00003.tfrecord')
+    with open(path, 'wb') as f:
+      f.write(b'not a TFRecord file at all')
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    with self.assertRaisesRegex(OSError, 'val-00002-of-00003.tfrecord'):
+      dry_run.run(self.model_dir)
+
+  def test_batch_the_replicas_cannot_split_names_both_numbers(self):
+    testing_utils.parse_tiny_quickstart(self.data_dir, extra=[
+        'TRAIN_BATCH_SIZE = 3',
+        'build_run_config.train_distribute = @tf.distribute.MirroredStrategy',
+        "tf.distribute.MirroredStrategy.devices = ['/cpu:0', '/cpu:1']"])
+    with self.assertRaisesRegex(ValueError,
+                                r'train_batch_size=3 .* 2 replicas'):
+      dry_run.run(self.model_dir)
+
+  def test_multi_worker_batch_counts_every_trainer_without_joining(self):
+    gin.clear_config()
+    gin_config.parse(['experiments/quickstart.gin',
+                      'platforms/multi_worker.gin'],
+                     testing_utils.tiny_bindings(self.data_dir),
+                     finalize=False)
+    tf_config = {'cluster': {'chief': ['127.0.0.1:1'],
+                             'worker': ['127.0.0.1:2', '127.0.0.1:3']},
+                 'task': {'type': 'chief', 'index': 0}}
+    with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
+      with self.assertRaisesRegex(ValueError,
+                                  r'train_batch_size=2 .* 3 replicas'):
+        dry_run.run(self.model_dir)
+
+  def test_binary_flag(self):
+    args = [sys.executable, '-m', 'official_seg.train_and_eval',
+            '--gin_file=gin/experiments/quickstart.gin',
+            f'--model_dir={self.model_dir}', '--dry_run']
+    bindings = testing_utils.tiny_bindings(self.data_dir)
+    proc = subprocess.run(args + [f'--gin_param={b}' for b in bindings],
+                          cwd=_REPO, capture_output=True, text=True,
+                          timeout=300, check=False)
+    self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    self.assertIn('trainable parameters', proc.stdout)
+    self.assertIn('Operative gin config:', proc.stdout)
+    self.assertFalse(os.path.exists(self.model_dir))
+
+
+if __name__ == '__main__':
+  tf.test.main()

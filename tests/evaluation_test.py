@@ -1,0 +1,123 @@
+"""Evaluation exactness on a trained tiny model: NumPy reference, TPUEstimator parity, TTA."""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import tfexample
+from official_seg.runtime import experiment
+from official_seg.runtime import run_config as run_config_lib
+import testing_utils
+
+IGNORE = 255
+
+
+def _original_labels(data_dir):
+  """The val labels as written, in the order the eval input reads them.
+
+  The eval input interleaves its shards deterministically, one record from
+  each in turn.
+  """
+  files = sorted(tf.io.gfile.glob(tfexample.shard_pattern(data_dir, 'val')))
+  records = tf.data.Dataset.from_tensor_slices(files).interleave(
+      tf.data.TFRecordDataset, cycle_length=len(files), block_length=1)
+  decoder = tfexample.Decoder()
+  return [decoder.decode(r)['label'].numpy()[..., 0] for r in records]
+
+
+def _reference(labels, predictions, num_classes):
+  confusion = np.zeros((num_classes, num_classes), np.int64)
+  for label, prediction in zip(labels, predictions):
+    valid = label != IGNORE
+    np.add.at(confusion, (label[valid], prediction[valid]), 1)
+  tp = np.diag(confusion).astype(np.float64)
+  union = confusion.sum(0) + confusion.sum(1) - tp
+  present = union > 0
+  return confusion, np.mean(tp[present] / union[present]), tp.sum() / confusion.sum()
+
+
+class EvaluationTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    root = tf.compat.v1.test.get_temp_dir()
+    cls.data_dir = os.path.join(root, 'data')
+    # Five val images with eval batch 2: the last batch is partial.
+    testing_utils.write_tiny_dataset(cls.data_dir, num_train=6, num_val=5)
+    cls.model_dir = os.path.join(root, 'model')
+    testing_utils.parse_tiny_quickstart(cls.data_dir, train_steps=3)
+    experiment.run('train', cls.model_dir)
+
+  def _estimator(self, extra=()):
+    testing_utils.parse_tiny_quickstart(self.data_dir, extra=extra)
+    config = run_config_lib.build_run_config(self.model_dir)
+    return run_config_lib.build_estimator(config)
+
+  def _evaluate(self, extra=()):
+    estimator, _, eval_fn = self._estimator(extra)
+    return estimator.evaluate(eval_fn, steps=None), estimator, eval_fn
+
+  def test_mean_iou_equals_numpy_on_original_labels(self):
+    result, estimator, eval_fn = self._evaluate()
+    predictions = list(estimator.predict(eval_fn))[:5]
+    labels = _original_labels(self.data_dir)
+    cropped = [p['semantic'][:p['height'], :p['width']] for p in predictions]
+    for label, prediction in zip(labels, cropped):
+      self.assertEqual(label.shape, prediction.shape)
+    _, mean_iou, accuracy = _reference(labels, cropped, 4)
+    self.assertEqual(result['num_images'], 5)
+    self.assertAllClose(result['mean_iou'], mean_iou, rtol=1e-12)
+    self.assertAllClose(result['pixel_accuracy'], accuracy, rtol=1e-12)
+
+  def test_estimator_and_tpu_estimator_agree(self):
+    plain, _, _ = self._evaluate()
+    tpu, estimator, _ = self._evaluate(['build_estimator.use_tpu_estimator = True'])
+    self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
+    for key in ('mean_iou', 'pixel_accuracy', 'num_images', 'iou/background',
+                'iou/disk', 'iou/box', 'iou/triangle', 'confusion_matrix'):
+      if key.startswith('iou/') and np.isnan(plain[key]):
+        self.assertTrue(np.isnan(tpu[key]))
+      else:
+        self.assertEqual(plain[key], tpu[key], key)
+
+  def _first_probabilities(self, extra=()):
+    estimator, _, eval_fn = self._estimator(extra)
+    return next(iter(estimator.predict(eval_fn)))['probabilities']
+
+  def test_multi_scale_and_flip_runs_and_differs_from_single_scale(self):
+    tta = ['predict_probabilities.eval_scales = [0.75, 1.0, 1.25]',
+           'predict_probabilities.add_flipped_images = True']
+    single, _, _ = self._evaluate()
+    multi, _, _ = self._evaluate(tta)
+    self.assertEqual(multi['num_images'], 5)
+    # The loss is of the single-scale logits in both.
+    self.assertAllClose(single['loss'], multi['loss'], rtol=1e-5)
+    single_probs = self._first_probabilities()
+    multi_probs = self._first_probabilities(tta)
+    self.assertAllClose(multi_probs.sum(-1), np.ones(multi_probs.shape[:2]),
+                        rtol=1e-5)
+    self.assertGreater(np.abs(single_probs - multi_probs).max(), 0.0)
+    # The explicit single scale without flips is the default path exactly.
+    self.assertAllEqual(self._first_probabilities(
+        ['predict_probabilities.eval_scales = [1.0]']), single_probs)
+
+  def test_eval_mode_records_confusion_matrix_and_best(self):
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    eval_model_dir = self.model_dir
+    record = experiment.run('eval', eval_model_dir)
+    eval_dir = os.path.join(eval_model_dir, 'eval')
+    with open(os.path.join(eval_dir, f'confusion_matrix-{record["global_step"]}.json')) as f:
+      saved = json.load(f)
+    matrix = np.array(saved['matrix'])
+    self.assertEqual(saved['class_names'], ['background', 'disk', 'box', 'triangle'])
+    self.assertAllClose(np.trace(matrix) / matrix.sum(), record['pixel_accuracy'])
+    self.assertGreater(record['images_per_second'], 0)
+    with open(os.path.join(eval_model_dir, 'best', 'best.json')) as f:
+      self.assertGreaterEqual(json.load(f)['mean_iou'], record['mean_iou'])
+
+
+if __name__ == '__main__':
+  tf.test.main()

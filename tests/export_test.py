@@ -1,0 +1,293 @@
+"""SavedModel export: signatures, Estimator.predict equality, exporters."""
+
+import glob
+import io
+import json
+import os
+import shutil
+import tempfile
+
+import gin
+import numpy as np
+from official.vision.ops import preprocess_ops
+from PIL import Image
+import tensorflow as tf
+
+from official_seg.data import preprocess
+from official_seg.data import tfexample
+from official_seg.evaluation import best_checkpoint
+from official_seg.export import predictor
+from official_seg.export import saved_model
+from official_seg.export import signatures
+from official_seg.runtime import experiment
+from official_seg.runtime import run_config as run_config_lib
+import testing_utils
+
+# A learning rate of 0 keeps the seeded initial weights, whose label maps mix
+# classes, so a preprocessing difference shows in the comparison.
+# The exporters are off in tiny_bindings for the other tests; on here.
+_EXTRA = ['BASE_LEARNING_RATE = 0.0', 'train/build_dataset.seed = 1',
+          'make_exporters.latest = True', 'export_best.enabled = True']
+
+
+def _png(array):
+  buffer = io.BytesIO()
+  Image.fromarray(array).save(buffer, format='PNG')
+  return buffer.getvalue()
+
+
+class ExportTest(tf.test.TestCase):
+  """One tiny model trained with train_and_eval, exported, loaded once."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    root = cls.root
+    cls.data_dir = os.path.join(root, 'data')
+    # One shard: the eval pipeline then reads examples in file order.
+    testing_utils.write_tiny_dataset(cls.data_dir, num_train=4, num_val=5,
+                                     num_shards=1)
+    cls.model_dir = os.path.join(root, 'model')
+    testing_utils.parse_tiny_quickstart(cls.data_dir, train_steps=2,
+                                        extra=_EXTRA)
+    # Keras draws initializer seeds from Python's generator; seed 2 gives
+    # label maps of all four classes.
+    tf.keras.utils.set_random_seed(2)
+    experiment.run('train_and_eval', cls.model_dir)
+    experiment.run('export', cls.model_dir)
+    cls.export_dir = predictor.find_saved_model(cls.model_dir)
+    cls.loaded = tf.saved_model.load(cls.export_dir)
+    files = glob.glob(tfexample.shard_pattern(cls.data_dir, 'val'))
+    cls.encoded = [
+        tf.train.Example.FromString(record.numpy()).features.feature[
+            tfexample.IMAGE_ENCODED].bytes_list.value[0]
+        for record in tf.data.TFRecordDataset(files)]
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2,
+                                        extra=_EXTRA)
+
+  def _serve(self, signature, images):
+    return {key: value.numpy() for key, value in
+            self.loaded.signatures[signature](images=images).items()}
+
+  def test_signatures_and_metadata(self):
+    self.assertCountEqual(self.loaded.signatures, [
+        signatures.SERVING_DEFAULT, signatures.PROBABILITIES,
+        signatures.IMAGE_TENSOR_PROBABILITIES])
+    inputs = {key: self.loaded.signatures[key].structured_input_signature[1][
+        signatures.INPUT_KEY].dtype for key in self.loaded.signatures}
+    self.assertEqual(inputs[signatures.SERVING_DEFAULT], tf.string)
+    self.assertEqual(inputs[signatures.IMAGE_TENSOR_PROBABILITIES], tf.float32)
+    metadata = predictor.read_metadata(self.export_dir)
+    self.assertEqual(metadata['class_names'],
+                     ['background', 'disk', 'box', 'triangle'])
+    self.assertEqual(metadata['ignore_label'], 255)
+    self.assertIsNone(metadata['palette'])
+
+  def test_label_maps_equal_estimator_predict(self):
+    estimator, _, eval_fn = run_config_lib.build_estimator(
+        run_config_lib.build_run_config(self.model_dir))
+    expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
+    served = self._serve(signatures.SERVING_DEFAULT, tf.constant(self.encoded))
+    probabilities = self._serve(signatures.PROBABILITIES,
+                                tf.constant(self.encoded))['probabilities']
+    largest = max(int(e['height']) for e in expected), max(
+        int(e['width']) for e in expected)
+    self.assertEqual(served['semantic'].shape, (len(expected),) + largest)
+    classes = set()
+    for index, example in enumerate(expected):
+      height, width = int(example['height']), int(example['width'])
+      self.assertEqual((served['height'][index], served['width'][index]),
+                       (height, width))
+      labels = served['semantic'][index]
+      self.assertAllEqual(labels[:height, :width],
+                          example['semantic'][:height, :width])
+      self.assertTrue((labels[height:] == signatures.PAD_LABEL).all())
+      self.assertTrue((labels[:, width:] == signatures.PAD_LABEL).all())
+      # Both pad to EVAL_CROP_SIZE (41): same input, same probabilities.
+      self.assertAllClose(probabilities[index], example['probabilities'],
+                          atol=1e-5)
+      classes.update(np.unique(labels[:height, :width]))
+    self.assertGreater(len(classes), 1, 'a vacuous comparison')
+
+  def test_resizing_parser_labels_come_back_at_the_decoded_size(self):
+    # ADE20K's eval resize: the export resizes like eval, then resizes the
+    # labels back with nearest neighbours and aligned corners.
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2, extra=[
+        'Parser.min_resize_value = 20', 'Parser.max_resize_value = 33',
+        'Parser.resize_factor = 8'] + _EXTRA)
+    estimator, _, eval_fn = run_config_lib.build_estimator(
+        run_config_lib.build_run_config(self.model_dir))
+    expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
+    export_dir = saved_model.serving_estimator(estimator).export_saved_model(
+        self.create_tempdir().full_path,
+        saved_model.serving_input_receiver_fn()).decode('utf-8')
+    served = tf.saved_model.load(export_dir).signatures[
+        signatures.SERVING_DEFAULT](images=tf.constant(self.encoded))
+    for index, example in enumerate(expected):
+      height, width = int(served['height'][index]), int(served['width'][index])
+      resized = example['semantic'][:example['height'], :example['width']]
+      self.assertNotEqual(resized.shape, (height, width))
+      back = tf.compat.v1.image.resize_nearest_neighbor(
+          resized[None, :, :, None], [height, width], align_corners=True)
+      self.assertAllEqual(served['semantic'][index, :height, :width],
+                          back[0, :, :, 0])
+
+  def test_image_tensor_signature_runs_pixels_as_given(self):
+    image = tf.io.decode_image(self.encoded[0], channels=3).numpy()
+    mean = saved_model.eval_parser_arguments()['mean_rgb']
+    padded = np.broadcast_to(np.float32(mean), (41, 41, 3)).copy()
+    padded[:image.shape[0], :image.shape[1]] = image
+    outputs = self._serve(signatures.IMAGE_TENSOR_PROBABILITIES,
+                          tf.constant(padded[None]))
+    self.assertEqual(outputs['logits'].shape, (1, 41, 41, 4))
+    # Padded with the mean pixel to EVAL_CROP_SIZE, pixels give exactly the
+    # probabilities of the encoded image.
+    served = self._serve(signatures.PROBABILITIES,
+                         tf.constant(self.encoded[:1]))
+    self.assertAllClose(outputs['probabilities'], served['probabilities'],
+                        atol=1e-6)
+
+  def test_image_larger_than_eval_crop_is_served_at_its_size(self):
+    image = np.random.default_rng(0).integers(0, 255, (50, 45, 3), np.uint8)
+    served = self._serve(signatures.SERVING_DEFAULT,
+                         tf.constant([_png(image), self.encoded[0]]))
+    self.assertEqual(served['semantic'].shape, (2, 50, 45))
+    self.assertTrue((served['semantic'][0] >= 0).all())
+
+  def test_bytes_that_are_not_an_image_name_the_input(self):
+    with self.assertRaisesRegex(
+        tf.errors.InvalidArgumentError,
+        r'input 1 of the batch \(12 bytes\) is not a JPEG or PNG image'):
+      self._serve(signatures.SERVING_DEFAULT,
+                  tf.constant([self.encoded[0], b'not an image']))
+    model = predictor.Predictor(self.export_dir)
+    with self.assertRaisesRegex(ValueError, 'notes.txt: .*input 0 of the '
+                                'batch .* is not a JPEG or PNG image'):
+      model(b'GIF89a', name='notes.txt')
+
+  def test_predictor_returns_the_served_labels(self):
+    model = predictor.Predictor(self.export_dir)
+    self.assertEqual(model.global_step, 2)
+    served = self._serve(signatures.SERVING_DEFAULT,
+                         tf.constant(self.encoded[:1]))
+    labels = model(self.encoded[0])
+    height, width = labels.shape
+    self.assertEqual((height, width), (served['height'][0], served['width'][0]))
+    self.assertAllEqual(labels, served['semantic'][0, :height, :width])
+
+  def test_exporters_write_latest_and_best(self):
+    best_step = best_checkpoint.read_best(self.model_dir)['global_step']
+    for name, step in (('latest', 2), ('best', best_step)):
+      exports = sorted(glob.glob(os.path.join(self.model_dir, 'export', name,
+                                              '*', 'saved_model.pb')))
+      self.assertNotEmpty(exports, name)
+      export_dir = os.path.dirname(exports[-1])
+      self.assertTrue(os.path.exists(os.path.join(
+          export_dir, 'assets.extra', saved_model.METADATA_FILE)))
+      variables = tf.train.load_checkpoint(
+          os.path.join(export_dir, 'variables', 'variables'))
+      self.assertEqual(variables.get_tensor('global_step'), step, name)
+    self.assertRegex(self.export_dir, r'/export/\d+$')
+
+  def test_export_without_checkpoint_names_the_model_dir(self):
+    empty = self.create_tempdir().full_path
+    with self.assertRaisesRegex(FileNotFoundError,
+                                f'No checkpoint to export in {empty}'):
+      experiment.run('export', empty)
+    with self.assertRaisesRegex(FileNotFoundError, 'No SavedModel under'):
+      predictor.find_saved_model(empty)
+
+
+class ExportGraphTest(tf.test.TestCase):
+  """The receiver's decoding and the label crop, against NumPy."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_decode_pads_with_the_mean_pixel(self):
+    rng = np.random.default_rng(1)
+    images = [rng.integers(0, 255, size, np.uint8)
+              for size in ((5, 7, 3), (9, 4, 3))]
+    pixels, sizes, original = saved_model.decode_images(
+        tf.constant([_png(image) for image in images]), (6, 6),
+        (10.5, 20.5, 30.5))
+    self.assertAllEqual(sizes, [[5, 7], [9, 4]])
+    self.assertAllEqual(original, sizes)
+    self.assertEqual(pixels.shape, (2, 9, 7, 3))
+    for index, image in enumerate(images):
+      expected = np.broadcast_to(np.float32([10.5, 20.5, 30.5]), (9, 7, 3))
+      expected = expected.copy()
+      expected[:image.shape[0], :image.shape[1]] = image
+      self.assertAllEqual(pixels[index], expected)
+
+  def test_decode_resizes_like_the_parser(self):
+    image = np.zeros((30, 20, 3), np.uint8)
+    _, sizes, original = saved_model.decode_images(
+        tf.constant([_png(image)]), (1, 1), (0.0, 0.0, 0.0),
+        resize=(16, 16, 4))
+    self.assertAllEqual(original, [[30, 20]])
+    self.assertAllEqual(sizes[0], preprocess.resize_to_range_size(
+        30, 20, 16, 16, 4))
+
+  def test_labels_cut_resized_back_and_padded(self):
+    semantic = np.arange(2 * 4 * 6, dtype=np.int32).reshape(2, 4, 6) % 7
+    labels = signatures.labels_at_original_size(
+        tf.constant(semantic), tf.constant([[3, 5], [2, 2]]),
+        tf.constant([[3, 5], [4, 4]])).numpy()
+    self.assertEqual(labels.shape, (2, 4, 5))
+    self.assertAllEqual(labels[0, :3], semantic[0, :3, :5])
+    self.assertAllEqual(labels[0, 3], [-1] * 5)
+    # 2x2 to 4x4 with aligned corners: rows and columns 0, 0, 1, 1.
+    self.assertAllEqual(labels[1, :, :4],
+                        semantic[1][np.ix_([0, 0, 1, 1], [0, 0, 1, 1])])
+    self.assertAllEqual(labels[1, :, 4], [-1] * 4)
+
+  def test_metadata_records_classes_and_the_palette_macro(self):
+    gin.parse_config(['segmentation_task.num_classes = 2',
+                      "segmentation_task.class_names = ['sky', 'road']",
+                      'segmentation_task.ignore_label = 255',
+                      "PALETTE = 'cityscapes'"])
+    path = os.path.join(self.create_tempdir().full_path, 'meta.json')
+    saved_model.write_metadata(path)
+    with open(path) as f:
+      self.assertEqual(json.load(f), {
+          'class_names': ['sky', 'road'], 'num_classes': 2,
+          'ignore_label': 255, 'palette': 'cityscapes'})
+
+  def test_a_tpu_estimator_exports_through_an_estimator(self):
+    testing_utils.parse_tiny_quickstart(
+        self.create_tempdir().full_path,
+        extra=['build_estimator.use_tpu_estimator = True'])
+    model_dir = self.create_tempdir().full_path
+    estimator, _, _ = run_config_lib.build_estimator(
+        run_config_lib.build_run_config(model_dir))
+    exporting = saved_model.serving_estimator(estimator)
+    self.assertNotIsInstance(exporting,
+                             tf.compat.v1.estimator.tpu.TPUEstimator)
+    self.assertEqual(exporting.model_dir, model_dir)
+    self.assertIs(saved_model.serving_estimator(exporting), exporting)
+
+  def test_receiver_reads_the_eval_parser_bindings(self):
+    gin.parse_config(['eval/Parser.crop_size = [9, 11]',
+                      'Parser.min_resize_value = 8'])
+    arguments = saved_model.eval_parser_arguments()
+    self.assertEqual(arguments['crop_size'], [9, 11])
+    self.assertEqual(arguments['min_resize_value'], 8)
+    self.assertEqual(arguments['mean_rgb'], preprocess_ops.MEAN_RGB)
+    gin.clear_config()
+    with self.assertRaisesRegex(ValueError, 'EVAL_CROP_SIZE'):
+      saved_model.eval_parser_arguments()
+
+
+if __name__ == '__main__':
+  tf.test.main()

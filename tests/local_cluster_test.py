@@ -1,0 +1,232 @@
+"""Real local clusters of the binary on 127.0.0.1 through tools/launch_local_cluster.py."""
+
+import contextlib
+import glob
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+import testing_utils
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LAUNCHER = os.path.join(_REPO, 'tools', 'launch_local_cluster.py')
+# The launcher stops its cluster after _CLUSTER_SECS; the test stops the
+# launcher (and, failing that, every task it started) after _TEST_SECS.
+_CLUSTER_SECS = 240
+_TEST_SECS = 300
+_TRAIN_STEPS = 2
+
+
+def _load_launcher():
+  spec = importlib.util.spec_from_file_location('launch_local_cluster',
+                                                _LAUNCHER)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+launcher = _load_launcher()
+
+
+def _kill_group(pid):
+  with contextlib.suppress(ProcessLookupError):
+    os.killpg(pid, signal.SIGKILL)
+
+
+def _stop(process):
+  """Stops a launcher that overran: SIGTERM (it stops its tasks), then SIGKILL.
+
+  Returns:
+    The launcher's output.
+  """
+  process.send_signal(signal.SIGTERM)
+  try:
+    output, _ = process.communicate(timeout=30)
+  except subprocess.TimeoutExpired:
+    _kill_group(process.pid)
+    output, _ = process.communicate()
+  # Whatever tasks the launcher could not stop.
+  for pid in re.findall(r'\(pid (\d+)\)', output):
+    _kill_group(int(pid))
+  return output
+
+
+def _run_cluster(model_dir, platform, bindings, *launcher_args):
+  """Runs the quickstart on a local cluster; returns (status, output)."""
+  command = [sys.executable, _LAUNCHER,
+             '--gin_file=gin/experiments/quickstart.gin',
+             f'--gin_file=gin/platforms/{platform}',
+             f'--model_dir={model_dir}', f'--timeout_secs={_CLUSTER_SECS}',
+             *launcher_args] + [f'--gin_param={b}' for b in bindings]
+  process = subprocess.Popen(command, cwd=_REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             errors='replace', start_new_session=True)
+  try:
+    output, _ = process.communicate(timeout=_TEST_SECS)
+  except subprocess.TimeoutExpired:
+    raise AssertionError('The cluster overran its time:\n' +
+                         _stop(process)[-5000:]) from None
+  return process.returncode, output
+
+
+def _checkpoint_steps(model_dir):
+  state = tf.train.get_checkpoint_state(model_dir)
+  return sorted(int(path.rsplit('-', 1)[1])
+                for path in state.all_model_checkpoint_paths)
+
+
+def _task_lines(output, task, pattern):
+  return re.findall(rf'^\[{re.escape(task)}\] .*{pattern}.*$', output,
+                    re.MULTILINE)
+
+
+class LocalClusterTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # One dataset for both clusters.
+    cls.data_dir = tempfile.mkdtemp()
+    testing_utils.write_tiny_dataset(cls.data_dir, num_train=6, num_val=5)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.data_dir, ignore_errors=True)
+    super().tearDownClass()
+
+  def _bindings(self, extra=()):
+    return testing_utils.tiny_bindings(
+        self.data_dir, _TRAIN_STEPS,
+        extra=['continuous_eval.min_interval_secs = 1'] + list(extra))
+
+  def _assert_all_exited_zero(self, status, output, tasks):
+    self.assertEqual(status, 0, output[-5000:])
+    for task in tasks:
+      self.assertIn(f'[launcher] {task} exited with status 0.', output)
+
+  def test_parameter_servers_chief_worker_and_evaluator(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    # Checkpoints at the start and the end only: asynchronous trainers may
+    # pass TRAIN_STEPS by a step each, so a periodic checkpoint at
+    # TRAIN_STEPS could precede the final one, and the evaluator stops after
+    # the first checkpoint at or past TRAIN_STEPS.
+    status, output = _run_cluster(
+        model_dir, 'parameter_server.gin',
+        self._bindings(['build_run_config.save_checkpoints_steps = 1000']),
+        '--workers=1', '--ps=1', '--evaluator')
+    self._assert_all_exited_zero(
+        status, output, ['ps:0', 'chief:0', 'worker:0', 'evaluator:0'])
+    self.assertNotEmpty(_task_lines(output, 'ps:0', 'All 2 trainers finished'))
+
+    final = _checkpoint_steps(model_dir)[-1]
+    # Each trainer but the last to stop may add one step past TRAIN_STEPS.
+    self.assertBetween(final, _TRAIN_STEPS, _TRAIN_STEPS + 1)
+    records = [json.loads(line) for line in open(
+        os.path.join(model_dir, 'eval', 'metrics.jsonl'))]
+    steps = [record['global_step'] for record in records]
+    self.assertIn(final, steps)
+    self.assertLen(steps, len(set(steps)))
+    self.assertEqual(records[-1]['num_images'], 5)
+    self.assertLen(glob.glob(os.path.join(model_dir, '*.tfevents.*.v2')), 1)
+    # Only the evaluator evaluated.
+    for task in ('chief:0', 'worker:0'):
+      self.assertEmpty(_task_lines(output, task, 'Evaluation at step'))
+
+  def test_two_workers_under_multi_worker_mirrored_strategy(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    # Synchronised batch norm triples the collectives of a step; the
+    # strategy's gradient all-reduce is what this test is about.
+    status, output = _run_cluster(
+        model_dir, 'multi_worker.gin', self._bindings(['USE_SYNC_BN = False']),
+        '--workers=1')
+    self._assert_all_exited_zero(status, output, ['chief:0', 'worker:0'])
+    self.assertEqual(_checkpoint_steps(model_dir)[-1], _TRAIN_STEPS)
+    # Training summaries come from the chief alone.
+    self.assertLen(glob.glob(os.path.join(model_dir, '*.tfevents.*.v2')), 1)
+    # One synchronous step for both: the same all-reduced loss.
+    losses = [re.search(r'Loss for final step: (\S+)', line).group(1)
+              for task in ('chief:0', 'worker:0')
+              for line in _task_lines(output, task, 'Loss for final step')]
+    self.assertLen(losses, 2)
+    self.assertEqual(losses[0], losses[1])
+    for task in ('chief:0', 'worker:0'):
+      self.assertNotEmpty(_task_lines(output, task,
+                                      'All 2 trainers finished'))
+
+
+class LauncherTest(tf.test.TestCase):
+
+  def test_tf_configs(self):
+    configs = dict(launcher.tf_configs(2, 1, True, [1001, 1002, 1003, 1004]))
+    self.assertEqual(list(configs),
+                     ['ps:0', 'chief:0', 'worker:0', 'worker:1',
+                      'evaluator:0'])
+    cluster = {'chief': ['127.0.0.1:1001'],
+               'worker': ['127.0.0.1:1002', '127.0.0.1:1003'],
+               'ps': ['127.0.0.1:1004']}
+    for config in configs.values():
+      self.assertEqual(config['cluster'], cluster)
+    self.assertEqual(configs['worker:1']['task'],
+                     {'type': 'worker', 'index': 1})
+    self.assertEqual(configs['evaluator:0']['task'],
+                     {'type': 'evaluator', 'index': 0})
+
+  def test_free_ports_are_distinct(self):
+    ports = launcher.free_ports(5)
+    self.assertLen(set(ports), 5)
+
+  def test_arguments_after_the_separator_go_to_every_task(self):
+    args, extra = launcher.parse_args(
+        ['--model_dir=/m', '--workers', '2', '--gin_file=a.gin',
+         '--gin_file', 'b.gin', '--', '--dry_run'])
+    command = launcher.task_command(args, extra)
+    self.assertEqual(command[1:], [
+        '-m', 'official_seg.train_and_eval', '--model_dir=/m',
+        '--mode=train_and_eval', '--gin_file=a.gin', '--gin_file=b.gin',
+        '--dry_run'])
+    self.assertEqual(args.workers, 2)
+
+  def _run(self, tasks, timeout_secs):
+    """Runs (name, python code) tasks; returns (status, exit codes, output)."""
+    cluster = launcher.Cluster()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      try:
+        for name, code in tasks:
+          cluster.start(name, {'task': {'type': name}},
+                        [sys.executable, '-c', code])
+        status = cluster.wait(timeout_secs)
+      finally:
+        cluster.stop(grace_secs=10)
+    codes = {name: process.returncode for name, process, _ in cluster.tasks}
+    return status, codes, out.getvalue()
+
+  def test_a_failing_task_stops_the_others(self):
+    status, codes, output = self._run(
+        [('sleeper', 'import time; time.sleep(300)'),
+         ('failer', 'import os, sys; print(os.environ["TF_CONFIG"]); '
+                    'sys.exit(3)')], timeout_secs=120)
+    self.assertEqual(status, 3)
+    self.assertEqual(codes, {'sleeper': -signal.SIGTERM, 'failer': 3})
+    self.assertIn('[failer] {"task": {"type": "failer"}}\n', output)
+    self.assertIn('[launcher] failer exited with status 3.', output)
+
+  def test_timeout_stops_every_task(self):
+    status, codes, _ = self._run(
+        [('sleeper', 'import time; time.sleep(300)'), ('quick', 'pass')],
+        timeout_secs=3)
+    self.assertEqual(status, 124)
+    self.assertEqual(codes, {'sleeper': -signal.SIGTERM, 'quick': 0})
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,161 @@
+"""tools/predict.py on tiny images, with a stand-in SavedModel."""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+
+from absl.testing import flagsaver
+import numpy as np
+from PIL import Image
+import tensorflow as tf
+
+from official_seg.evaluation import visualize
+from official_seg.export import predictor
+from official_seg.export import saved_model
+from official_seg.export import signatures
+
+_TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), 'tools', 'predict.py')
+_SPEC = importlib.util.spec_from_file_location('predict_tool', _TOOL)
+predict_tool = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(predict_tool)
+
+CLASS_NAMES = ['background', 'disk', 'box', 'triangle']
+
+
+def expected_labels(image):
+  """The stand-in's classes: red above 127 adds 1, green above 127 adds 2."""
+  return (image[..., 0] > 127) + 2 * (image[..., 1] > 127).astype(np.int64)
+
+
+def _serve(images):
+  """serving_default of an export, with `expected_labels` for a model."""
+  pixels, sizes, original = saved_model.decode_images(images, (1, 1),
+                                                      (0.0, 0.0, 0.0))
+  semantic = (tf.cast(pixels[..., 0] > 127, tf.int32)
+              + 2 * tf.cast(pixels[..., 1] > 127, tf.int32))
+  return {'semantic': signatures.labels_at_original_size(semantic, sizes,
+                                                         original),
+          'height': original[:, 0], 'width': original[:, 1]}
+
+
+def _write_stand_in(export_dir, class_names):
+  """A SavedModel with the export's serving_default, variables, metadata."""
+  root = tf.train.Checkpoint()
+  # Estimator's exports list their variables, global_step among them.
+  root.variables = [tf.Variable(7, dtype=tf.int64, name='global_step')]
+  root.serve = tf.function(
+      _serve, input_signature=[tf.TensorSpec([None], tf.string)])
+  tf.saved_model.save(root, export_dir,
+                      signatures={signatures.SERVING_DEFAULT: root.serve})
+  os.makedirs(os.path.join(export_dir, 'assets.extra'))
+  with open(os.path.join(export_dir, 'assets.extra',
+                         saved_model.METADATA_FILE), 'w') as f:
+    json.dump({'class_names': class_names, 'num_classes': len(class_names),
+               'ignore_label': 255, 'palette': None}, f)
+
+
+class PredictToolTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    root = self.create_tempdir().full_path
+    self.model_dir = os.path.join(root, 'model')
+    _write_stand_in(os.path.join(self.model_dir, 'export', '1700000000'),
+                    CLASS_NAMES)
+    self.image_dir = os.path.join(root, 'images')
+    self.label_dir = os.path.join(root, 'labels')
+    self.output_dir = os.path.join(root, 'out')
+    os.makedirs(self.image_dir)
+    os.makedirs(self.label_dir)
+    rng = np.random.default_rng(0)
+    self.images, self.labels = {}, {}
+    for stem, size in (('a', (24, 30)), ('b', (20, 20)), ('c', (28, 16))):
+      image = rng.integers(0, 256, size + (3,)).astype(np.uint8)
+      labels = rng.integers(0, 4, size)
+      labels[:2] = 255  # Ignored rows.
+      Image.fromarray(image).save(os.path.join(self.image_dir, stem + '.png'))
+      Image.fromarray(labels.astype(np.uint8)).save(
+          os.path.join(self.label_dir, stem + '.png'))
+      self.images[stem], self.labels[stem] = image, labels
+
+  def _run(self, **flags):
+    flags = dict(dict(model_dir=self.model_dir, input=self.image_dir,
+                      output_dir=self.output_dir), **flags)
+    stdout = io.StringIO()
+    with flagsaver.flagsaver(**flags), contextlib.redirect_stdout(stdout):
+      predict_tool.main(['predict'])
+    return stdout.getvalue()
+
+  def _read(self, kind, stem):
+    with Image.open(os.path.join(self.output_dir, kind, stem + '.png')) as f:
+      return np.asarray(f)
+
+  def test_writes_pictures_and_scores_against_labels(self):
+    printed = self._run(label_dir=self.label_dir)
+    palette = visualize.get_palette('synthetic')  # Matched by class names.
+    confusion = np.zeros((4, 4), np.int64)
+    for stem, image in self.images.items():
+      predicted = expected_labels(image)
+      self.assertAllEqual(self._read('labels', stem), predicted)
+      self.assertAllEqual(self._read('colored', stem), palette[predicted])
+      self.assertAllEqual(self._read('overlay', stem), np.round(
+          0.5 * image + 0.5 * palette[predicted]).astype(np.uint8))
+      valid = self.labels[stem] != 255
+      np.add.at(confusion, (self.labels[stem][valid], predicted[valid]), 1)
+    union = confusion.sum(0) + confusion.sum(1) - np.diag(confusion)
+    iou = np.diag(confusion) / union
+    metrics = json.load(open(os.path.join(self.output_dir, 'metrics.json')))
+    self.assertAllEqual(metrics['confusion_matrix'], confusion)
+    self.assertAllClose(list(metrics['per_class_iou'].values()), iou)
+    self.assertAllClose(metrics['mean_iou'], iou.mean())
+    self.assertEqual(metrics['num_images'], 3)
+    self.assertIn('Evaluation at step 7 (3 images)', printed)
+    self.assertRegex(printed, rf'mean IoU\s+{iou.mean():.4f}')
+    for name, value in zip(CLASS_NAMES, iou):
+      self.assertRegex(printed, rf'{name}\s+{value:.4f}')
+    for chart in ('confusion_matrix.png', 'per_class_iou.png'):
+      self.assertTrue(os.path.exists(os.path.join(self.output_dir, chart)))
+
+  def test_palette_flag_and_cityscapes_label_ids(self):
+    self._run(palette='cityscapes', cityscapes_label_ids=True,
+              input=os.path.join(self.image_dir, 'b.*'))
+    predicted = expected_labels(self.images['b'])
+    self.assertAllEqual(self._read('colored', 'b'),
+                        visualize.get_palette('cityscapes')[predicted])
+    # Train ids 0-3 are the label ids of road, sidewalk, building and wall.
+    self.assertAllEqual(self._read('label_ids', 'b'),
+                        np.array([7, 8, 11, 12])[predicted])
+    self.assertFalse(os.path.exists(os.path.join(self.output_dir, 'labels',
+                                                 'a.png')))
+
+  def test_a_file_that_is_not_an_image_is_named(self):
+    bad = os.path.join(self.image_dir, 'd.png')
+    with open(bad, 'wb') as f:
+      f.write(b'not a png')
+    with self.assertRaisesRegex(ValueError, f'{bad}: input 0 .* is not a '
+                                'JPEG or PNG image'):
+      self._run()
+
+  def test_missing_label_names_the_file(self):
+    os.remove(os.path.join(self.label_dir, 'b.png'))
+    with self.assertRaisesRegex(FileNotFoundError, 'labels/b.png'):
+      self._run(label_dir=self.label_dir)
+
+
+class CityscapesIdsTest(tf.test.TestCase):
+
+  def test_every_train_id_maps_back_to_its_label_id(self):
+    train_ids = np.arange(19).reshape(1, 19)
+    self.assertAllEqual(
+        predictor.to_cityscapes_label_ids(train_ids)[0],
+        [7, 8, 11, 12, 13, 17, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 31,
+         32, 33])
+    with self.assertRaisesRegex(ValueError, r'\[19\].*Cityscapes train ids'):
+      predictor.to_cityscapes_label_ids(np.array([[0, 19]]))
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,165 @@
+"""Faults injected into real processes: kill -9, a crash inside a checkpoint save, NaN."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import tensorflow as tf
+
+import testing_utils
+
+_TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
+
+# Runs the binary with the checkpoint state update of step 4 replaced by a
+# SIGKILL: the files of model.ckpt-4 are written, the state file never says so.
+_CRASH_IN_SAVE = '''
+import os, signal, sys
+from unittest import mock
+from tensorflow.python.checkpoint import checkpoint_management
+real = checkpoint_management.update_checkpoint_state_internal
+def crash(save_dir, model_checkpoint_path, *args, **kwargs):
+  if model_checkpoint_path.endswith('-4'):
+    os.kill(os.getpid(), signal.SIGKILL)
+  return real(save_dir, model_checkpoint_path, *args, **kwargs)
+checkpoint_management.update_checkpoint_state_internal = crash
+from official_seg import train_and_eval
+sys.argv = ['train_and_eval'] + sys.argv[1:]
+train_and_eval.run()
+'''
+
+
+def _run(model_dir, bindings, mode='train_and_eval', driver=None):
+  return testing_utils.run_binary(model_dir, bindings, mode, driver=driver)
+
+
+def _steps(model_dir):
+  path = os.path.join(model_dir, 'eval', 'metrics.jsonl')
+  return [json.loads(line)['global_step'] for line in open(path)]
+
+
+def _kept_steps(model_dir):
+  state = tf.train.get_checkpoint_state(model_dir)
+  return sorted(int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths)
+
+
+class ReliabilityTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=3)
+    self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+
+  def _bindings(self, train_steps, extra=()):
+    return testing_utils.tiny_bindings(self.data_dir, train_steps, extra=[
+        'build_run_config.keep_checkpoint_max = 20', 'run.throttle_secs = 0',
+        *extra])
+
+  def test_kill_9_then_rerun_resumes_to_the_last_step(self):
+    bindings = self._bindings(6)
+    proc = subprocess.Popen(
+        testing_utils.binary_command(self.model_dir, bindings, 'train_and_eval'),
+        cwd=testing_utils.REPO,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    deadline = time.time() + _TIMEOUT
+    while (not tf.io.gfile.exists(os.path.join(self.model_dir, 'model.ckpt-2.index'))
+           and proc.poll() is None and time.time() < deadline):
+      time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    self.assertEqual(proc.returncode, -signal.SIGKILL)
+
+    rerun = _run(self.model_dir, bindings)
+    self.assertEqual(rerun.returncode, 0, rerun.stderr[-3000:])
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-6'))
+    steps = _steps(self.model_dir)
+    self.assertEqual(len(steps), len(set(steps)), steps)
+    self.assertEqual(sorted(steps), _kept_steps(self.model_dir))
+
+  def test_crash_inside_a_checkpoint_save_resumes_from_the_previous_one(self):
+    bindings = self._bindings(6)
+    crashed = _run(self.model_dir, bindings, mode='train', driver=_CRASH_IN_SAVE)
+    self.assertEqual(crashed.returncode, -signal.SIGKILL, crashed.stderr[-3000:])
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-2'))
+    # The previous checkpoint loads.
+    reader = tf.train.load_checkpoint(os.path.join(self.model_dir, 'model.ckpt-2'))
+    self.assertEqual(reader.get_tensor('global_step'), 2)
+
+    rerun = _run(self.model_dir, bindings, mode='train')
+    self.assertEqual(rerun.returncode, 0, rerun.stderr[-3000:])
+    self.assertIn('model.ckpt-2', rerun.stderr)
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-6'))
+
+  def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(self):
+    first = _run(self.model_dir, self._bindings(3), mode='train')
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    # A zero stddev divides the images by zero: the loss is NaN from here on.
+    broken = _run(self.model_dir, self._bindings(
+        6, ['Parser.stddev_rgb = [0.0, 0.0, 0.0]']), mode='train')
+    self.assertNotEqual(broken.returncode, 0)
+    self.assertRegex(broken.stderr, r'(?s)NaN or Inf at global step.*\b3\b')
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    self.assertEqual(latest, os.path.join(self.model_dir, 'model.ckpt-3'))
+    reader = tf.train.load_checkpoint(latest)
+    for name in reader.get_variable_to_shape_map():
+      value = reader.get_tensor(name)
+      if np.issubdtype(np.asarray(value).dtype, np.floating):
+        self.assertTrue(np.isfinite(value).all(), name)
+
+  def _corrupt_first_train_shard(self):
+    shard = sorted(tf.io.gfile.glob(os.path.join(self.data_dir, 'train-*')))[0]
+    data = bytearray(open(shard, 'rb').read())
+    data[len(data) // 2] ^= 0xFF
+    with open(shard, 'wb') as f:
+      f.write(bytes(data))
+    return shard
+
+  def test_corrupt_shard_is_named_or_skipped(self):
+    shard = self._corrupt_first_train_shard()
+    failed = _run(self.model_dir, self._bindings(2), mode='train')
+    self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
+    self.assertIn(f'Corrupt TFRecord shard(s): {shard}', failed.stderr)
+    self.assertIn('build_dataset.skip_corrupt = True', failed.stderr)
+
+    skipped = _run(self.model_dir, self._bindings(
+        2, ['build_dataset.skip_corrupt = True']), mode='train')
+    self.assertEqual(skipped.returncode, 0, skipped.stderr[-3000:])
+    self.assertIn('corrupted record', skipped.stderr)
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-2'))
+
+  def test_label_value_of_no_class_names_the_example(self):
+    # The synthetic data has classes 0-3: declaring 3 classes makes 3 invalid.
+    failed = _run(self.model_dir, self._bindings(2, [
+        'NUM_CLASSES = 3', "CLASS_NAMES = ['background', 'disk', 'box']"]),
+                  mode='train')
+    self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
+    self.assertRegex(failed.stderr,
+                     r'Error: Label map of example synthetic_\d+_\d+\.png has values')
+    self.assertNotIn('Traceback', failed.stderr)
+
+  def test_incompatible_checkpoint_in_model_dir_says_so(self):
+    first = _run(self.model_dir, self._bindings(2), mode='train')
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    other = _run(self.model_dir, self._bindings(4, [
+        'NUM_CLASSES = 5',
+        "CLASS_NAMES = ['background', 'disk', 'box', 'triangle', 'star']"]),
+                 mode='train')
+    self.assertEqual(other.returncode, 1, other.stderr[-3000:])
+    self.assertIn('was written by another configuration', other.stderr)
+    self.assertIn('segmentation_output/kernel (checkpoint [1, 1, 16, 4], '
+                  'model [1, 1, 16, 5])', other.stderr)
+    self.assertIn('new --model_dir', other.stderr)
+    self.assertIn('INIT_CHECKPOINT', other.stderr)
+    self.assertNotIn('Traceback', other.stderr)
+
+
+if __name__ == '__main__':
+  tf.test.main()

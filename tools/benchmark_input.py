@@ -1,0 +1,34 @@
+"""Measures the training input pipeline of a gin experiment in images per second.
+
+  python tools/benchmark_input.py --gin_file=gin/experiments/quickstart.gin \
+    --gin_file=gin/datasets/pascal_voc.gin --data_dir=data/pascal_voc
+"""
+
+from absl import app
+from absl import flags
+
+from official_seg.data import benchmark
+
+flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
+flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+flags.DEFINE_integer('batch_size', None, 'Default TRAIN_BATCH_SIZE.')
+flags.DEFINE_integer('warmup_batches', 10, 'Batches read before timing.')
+flags.DEFINE_integer('num_batches', 50, 'Batches timed.')
+flags.mark_flag_as_required('gin_file')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv  # Unused.
+  dataset, batch_size = benchmark.training_input(
+      FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
+  result = benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
+                             FLAGS.num_batches)
+  print(f'{result.images_per_second:.1f} images/s ({result.num_images} images '
+        f'in {result.seconds:.1f}s, batch {batch_size}, after '
+        f'{FLAGS.warmup_batches} warm-up batches)')
+
+
+if __name__ == '__main__':
+  app.run(main)

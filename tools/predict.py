@@ -1,0 +1,174 @@
+"""Writes label maps, colourised labels and overlays from an exported model.
+
+  python tools/predict.py --model_dir=runs/quickstart --input='photos/*.jpg' \
+    --output_dir=/tmp/predictions
+  python tools/predict.py --saved_model=runs/quickstart/export/best/1712345678 \
+    --input=val/images --label_dir=val/labels --output_dir=/tmp/val
+
+For each image <stem> it writes labels/<stem>.png (class ids, one channel),
+colored/<stem>.png and overlay/<stem>.png; with --label_dir also the mean and
+per-class IoU table, metrics.json, confusion_matrix.png and per_class_iou.png.
+"""
+
+import collections
+import json
+import os
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import dataset_info
+from official_seg.data import encode
+from official_seg.evaluation import results
+from official_seg.evaluation import visualize
+from official_seg.export import predictor
+
+flags.DEFINE_string('saved_model', None, 'A SavedModel directory from '
+                    'train_and_eval (export/<timestamp>/).')
+flags.DEFINE_string('model_dir', None, 'A training model dir: its newest '
+                    'export under <model_dir>/export/ is used.')
+flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.')
+flags.DEFINE_string('output_dir', None, 'Where to write the pictures.')
+flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
+                    '<image stem>.png: also score mean and per-class IoU.')
+flags.DEFINE_enum('palette', None, list(visualize.PALETTE_NAMES),
+                  'Colours; default the export\'s PALETTE, else the shipped '
+                  'dataset whose class names the export has, else pascal_voc.')
+flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.')
+flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
+                  '<stem>.png with Cityscapes label ids (test server format).')
+flags.mark_flags_as_required(['input', 'output_dir'])
+flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir'],
+                                     required=True)
+FLAGS = flags.FLAGS
+
+# The shipped dataset file of each palette, whose CLASS_NAMES identify it.
+_PALETTE_GIN_FILES = {
+    'pascal_voc': 'datasets/pascal_voc.gin',
+    'cityscapes': 'datasets/cityscapes.gin',
+    'ade20k': 'datasets/ade20k.gin',
+    'synthetic': 'datasets/synthetic.gin',
+}
+
+
+def palette_name(metadata):
+  """--palette, else the export's PALETTE, else the dataset of its classes."""
+  if FLAGS.palette:
+    return FLAGS.palette
+  if metadata.get('palette'):
+    return metadata['palette']
+  for name, gin_file in _PALETTE_GIN_FILES.items():
+    info = dataset_info.from_gin([gin_file])
+    if list(info.class_names) == metadata.get('class_names'):
+      return name
+  return 'pascal_voc'
+
+
+def _stems(paths):
+  """Output name of each input; two inputs of one stem are an error."""
+  stems = collections.OrderedDict()
+  for path in paths:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem in stems:
+      raise app.UsageError(f'{stems[stem]} and {path} have the same name '
+                           f'{stem!r}; outputs would collide. Narrow --input.')
+    stems[stem] = path
+  return stems
+
+
+def _label_path(stem):
+  path = os.path.join(FLAGS.label_dir, stem + '.png')
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'No label {path} for image {stem!r}; '
+                            '--label_dir needs <image stem>.png per image.')
+  return path
+
+
+def _write_outputs(stem, image, labels, palette):
+  """Writes the raw, colourised and overlay PNGs of one image."""
+  join = os.path.join
+  visualize.write_label_png(join(FLAGS.output_dir, 'labels', stem + '.png'),
+                            labels)
+  visualize.write_rgb_png(join(FLAGS.output_dir, 'colored', stem + '.png'),
+                          visualize.colorize(labels, palette))
+  visualize.write_rgb_png(
+      join(FLAGS.output_dir, 'overlay', stem + '.png'),
+      visualize.overlay(image, labels, palette, FLAGS.alpha))
+  if FLAGS.cityscapes_label_ids:
+    visualize.write_label_png(
+        join(FLAGS.output_dir, 'label_ids', stem + '.png'),
+        predictor.to_cityscapes_label_ids(labels))
+
+
+def _dataset(metadata):
+  """(class names, ignore label) for scoring, from the export's metadata."""
+  if 'class_names' not in metadata:
+    raise app.UsageError(
+        'The SavedModel has no assets.extra/segmentation.json with class '
+        'names; export it again with train_and_eval --mode=export to score '
+        'it with --label_dir.')
+  return metadata['class_names'], metadata['ignore_label']
+
+
+def _report(confusion, class_names, num_images, global_step):
+  """Prints the IoU table and saves metrics.json and the two charts."""
+  record = predictor.metrics_record(confusion, class_names, global_step)
+  record['num_images'] = num_images
+  print(results.format_table(record))
+  with open(os.path.join(FLAGS.output_dir, 'metrics.json'), 'w') as f:
+    json.dump(dict(record, confusion_matrix=confusion.tolist()), f, indent=2)
+  title = f'{num_images} images of {FLAGS.label_dir}'
+  visualize.save_confusion_heatmap(
+      confusion, class_names,
+      os.path.join(FLAGS.output_dir, 'confusion_matrix.png'), title)
+  visualize.save_iou_chart(record['per_class_iou'], record['mean_iou'],
+                           os.path.join(FLAGS.output_dir, 'per_class_iou.png'),
+                           title)
+  return record
+
+
+def _predict_all(model, stems, palette, dataset):
+  """Predicts and writes every image; returns the summed confusion matrix."""
+  confusion = (np.zeros([len(dataset[0])] * 2, np.int64) if dataset
+               else None)
+  progress = tf.keras.utils.Progbar(len(stems), unit_name='image')
+  for index, (stem, path) in enumerate(stems.items()):
+    with open(path, 'rb') as f:
+      encoded = f.read()
+    labels = model(encoded, name=path)
+    image = tf.io.decode_image(encoded, channels=3,
+                               expand_animations=False).numpy()
+    _write_outputs(stem, image, labels, palette)
+    if dataset:
+      confusion += predictor.confusion_matrix(
+          encode.read_label(_label_path(stem)), labels, len(dataset[0]),
+          dataset[1])
+    progress.update(index + 1)
+  return confusion
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  saved_model_dir = (FLAGS.saved_model or
+                     predictor.find_saved_model(FLAGS.model_dir))
+  model = predictor.Predictor(saved_model_dir)
+  metadata = model.metadata or {}
+  dataset = _dataset(metadata) if FLAGS.label_dir else None
+  stems = _stems(predictor.list_images(FLAGS.input))
+  palette = visualize.get_palette(palette_name(metadata))
+  kinds = ['labels', 'colored', 'overlay'] + (
+      ['label_ids'] if FLAGS.cityscapes_label_ids else [])
+  for kind in kinds:
+    os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
+  print(f'Predicting {len(stems)} images with {saved_model_dir}')
+  confusion = _predict_all(model, stems, palette, dataset)
+  if dataset:
+    _report(confusion, dataset[0], len(stems), model.global_step)
+  print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -58,6 +58,12 @@ class ContinuousEvalTest(tf.test.TestCase):
     self.assertEqual(self._run(final_step=30), {0, 10, 20, 30})
     self.assertEqual(self.calls, [0, 10, 20, 30])
 
+  def test_checkpoints_past_the_final_step_are_evaluated_too(self):
+    # Asynchronous trainers can save their last checkpoint past TRAIN_STEPS.
+    for step in (10, 30, 31):
+      _write_checkpoint(self.model_dir, step)
+    self.assertEqual(self._run(final_step=30), {10, 30, 31})
+
   def test_restart_adds_no_duplicate(self):
     for step in (10, 20):
       _write_checkpoint(self.model_dir, step)

@@ -143,8 +143,9 @@ class LocalClusterTest(tf.test.TestCase):
 
   def test_two_workers_under_multi_worker_mirrored_strategy(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    # Synchronised batch norm triples the collectives of a step; the
-    # strategy's gradient all-reduce is what this test is about.
+    # Synchronised batch norm adds three all-reduces per batch-norm layer to
+    # a step (it doubled this cluster's run time on two cores); the gradient
+    # all-reduce is what this test is about.
     status, output = _run_cluster(
         model_dir, 'multi_worker.gin', self._bindings(['USE_SYNC_BN = False']),
         '--workers=1')

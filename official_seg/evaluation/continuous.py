@@ -62,14 +62,16 @@ def evaluate_once(evaluate_fn, checkpoint_path):
     return None
 
 
-def evaluate_pending(evaluate_fn, model_dir, done, final_step=None):
+def evaluate_pending(evaluate_fn, model_dir, done):
   """Evaluates the kept checkpoints whose steps are not in `done`, oldest first.
+
+  Every pending one is evaluated, also past the final step: asynchronous
+  trainers may save their last checkpoint a few steps after TRAIN_STEPS.
 
   Args:
     evaluate_fn: callable(checkpoint_path) -> record; it must record it.
     model_dir: str, the trainer's model dir, only read.
     done: set of steps already recorded; updated in place.
-    final_step: optional int; stop after evaluating this step or a later one.
 
   Returns:
     The steps evaluated by this call, in order.
@@ -82,8 +84,6 @@ def evaluate_pending(evaluate_fn, model_dir, done, final_step=None):
     if evaluate_once(evaluate_fn, path) is not None:
       evaluated.append(step)
     done.add(step)
-    if final_step is not None and step >= final_step:
-      break
   return evaluated
 
 
@@ -120,7 +120,7 @@ def continuous_eval(evaluate_fn, model_dir, eval_dir, final_step,
     return evaluated
   for _ in tf.train.checkpoints_iterator(
       model_dir, min_interval_secs=min_interval_secs, timeout=timeout_secs):
-    evaluated.update(evaluate_pending(evaluate_fn, model_dir, done, final_step))
+    evaluated.update(evaluate_pending(evaluate_fn, model_dir, done))
     if max(done, default=-1) >= final_step:
       return evaluated
   tf.compat.v1.logging.info('No new checkpoint in %d s; evaluator exits.',

@@ -5,8 +5,11 @@ import tensorflow as tf
 
 
 def upsampled_logits(logits, size):
-  """Resizes logits bilinearly to `size` (height, width), as DeepLab does."""
-  return tf.image.resize(logits, size, method='bilinear')
+  """float32 logits resized bilinearly to `size` (height, width), as DeepLab.
+
+  The cast keeps probabilities float32 under a bfloat16 policy.
+  """
+  return tf.image.resize(tf.cast(logits, tf.float32), size, method='bilinear')
 
 
 def _scaled_size(images, scale):

@@ -12,6 +12,7 @@ from official.vision.ops import preprocess_ops
 from official_seg.data import preprocess
 from official_seg.evaluation import best_checkpoint
 from official_seg.export import signatures
+from official_seg.runtime import run_config
 from official_seg.training import model_fn as model_fn_lib
 
 EXPORT_DIR = 'export'
@@ -193,7 +194,7 @@ def serving_estimator(estimator):
   """
   if not isinstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator):
     return estimator
-  return tf.estimator.Estimator(model_fn_lib.estimator_model_fn,
+  return tf.estimator.Estimator(run_config.estimator_model_fn,
                                 config=estimator.config,
                                 params={'use_tpu': False})
 

@@ -96,7 +96,7 @@ def segmentation_task(num_classes=gin.REQUIRED, class_names=gin.REQUIRED,
 
 
 def model_fn(features, labels, mode, params, config):
-  """The TPUEstimator model_fn; `estimator_model_fn` adapts it to Estimator.
+  """The TPUEstimator model_fn; run_config.estimator_model_fn adapts it.
 
   Args:
     features: dict with 'image' float32 [B, H, W, 3], 'height' and 'width'
@@ -121,8 +121,3 @@ def model_fn(features, labels, mode, params, config):
     return _eval_spec(model, logits, features, labels, seg_loss, task)
   return _train_spec(model, images, loss, seg_loss, params, config.model_dir)
 
-
-def estimator_model_fn(features, labels, mode, params, config):
-  """The same model_fn for `tf.estimator.Estimator` (CPU, GPU, strategies)."""
-  spec = model_fn(features, labels, mode, params, config)
-  return spec.as_estimator_spec()

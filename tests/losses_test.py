@@ -1,8 +1,10 @@
 """Tests for the segmentation loss: exact values, ignore pixels, options."""
 
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
+from official.vision.losses import segmentation_losses
 
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
@@ -28,7 +30,7 @@ def _pixel_losses(smoothing=0.0):
   return -(targets * log_probs).sum(-1)[valid], labels[valid]
 
 
-class LossesTest(tf.test.TestCase):
+class LossesTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
@@ -79,6 +81,28 @@ class LossesTest(tf.test.TestCase):
     expected = np.sort(per_pixel)[-2:].mean()
     self.assertAllClose(self._loss(top_k_percent_pixels=0.5), expected,
                         rtol=1e-5)
+
+  @parameterized.parameters((None,), ([0.5, 2.0, 1.0, 0.25],))
+  def test_sparse_path_equals_the_model_garden_loss(self, class_weights):
+    # Logits at a quarter of the label size, as the model outputs them; a
+    # fifth of the labels ignored.
+    rng = np.random.default_rng(0)
+    logits = tf.constant(rng.normal(size=(2, 5, 6, 4)), tf.float32)
+    labels = rng.integers(0, 4, size=(2, 17, 21, 1))
+    labels[rng.random(labels.shape) < 0.2] = IGNORE
+    labels = tf.constant(labels, tf.int32)
+    reference = segmentation_losses.SegmentationLoss(
+        label_smoothing=0.0, class_weights=class_weights,
+        ignore_label=IGNORE, use_groundtruth_dimension=True,
+        top_k_percent_pixels=1.0)
+    with tf.GradientTape(persistent=True) as tape:
+      tape.watch(logits)
+      ours = losses.segmentation_loss(logits, labels, ignore_label=IGNORE,
+                                      class_weights=class_weights)
+      theirs = reference(logits, labels)
+    self.assertAllClose(float(ours), float(theirs), rtol=1e-6)
+    self.assertAllClose(tape.gradient(ours, logits),
+                        tape.gradient(theirs, logits), rtol=1e-5, atol=1e-8)
 
   def test_total_loss_adds_weight_decay(self):
     gin.parse_config([

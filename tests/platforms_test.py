@@ -76,13 +76,30 @@ class TpuPlatformTest(tf.test.TestCase):
     self.assertEqual(spec.loss.dtype, tf.float32)
     self.assertEqual(tf.keras.mixed_precision.global_policy().name, 'float32')
 
-  def test_mixed_precision_needs_the_tpu_estimator(self):
-    testing_utils.parse_tiny_quickstart(self.data_dir, extra=[
-        "mixed_precision_policy.name = 'mixed_bfloat16'"])
+  def test_bfloat16_with_a_one_device_estimator(self):
+    _parse(self.data_dir, 'bfloat16.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    with self.assertRaisesRegex(ValueError,
-                                r'mixed_precision_policy.*tpu\.gin'):
-      run_config_lib.build_estimator(config)
+    estimator, _, _ = run_config_lib.build_estimator(config)
+    self.assertIsInstance(estimator, tf.estimator.Estimator)
+    with tf.Graph().as_default() as graph:
+      spec = run_config_lib.estimator_model_fn(
+          {'image': tf.zeros([2, 33, 33, 3])},
+          tf.zeros([2, 33, 33, 1], tf.int32), tf.estimator.ModeKeys.TRAIN,
+          {'use_tpu': False}, config)
+    convolutions = [op for op in graph.get_operations()
+                    if op.type in ('Conv2D', 'DepthwiseConv2dNative')]
+    self.assertNotEmpty(convolutions)
+    self.assertTrue(all(op.get_attr('T') == tf.bfloat16
+                        for op in convolutions))
+    self.assertEqual(spec.loss.dtype, tf.float32)
+    self.assertEqual(tf.keras.mixed_precision.global_policy().name, 'float32')
+
+  def test_mixed_precision_with_a_strategy_names_both_bindings(self):
+    _parse(self.data_dir, 'bfloat16.gin')
+    config = mock.Mock(train_distribute=mock.Mock())
+    with self.assertRaisesRegex(
+        ValueError, r'mixed_precision_policy.*train_distribute.*tpu\.gin'):
+      tpu_estimator.check_precision_supported(config)
 
   def test_tpu_batch_split_names_both_numbers(self):
     _parse(self.data_dir, 'tpu.gin')

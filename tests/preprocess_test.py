@@ -1,6 +1,7 @@
 """Tests for the Parser: augmentation alignment and evaluation padding."""
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 import tensorflow as tf
 from official.vision.ops import preprocess_ops
@@ -8,6 +9,13 @@ from official.vision.ops import preprocess_ops
 from official_seg.data import preprocess
 
 IGNORE = 255
+MEAN = np.array(preprocess_ops.MEAN_RGB, np.float32)
+STD = np.array(preprocess_ops.STDDEV_RGB, np.float32)
+# crop_box samples within (H - 1) / 32768 pixels of the exact position: in
+# images under 40 pixels a bilinear sample moves by at most 0.0012 of its
+# neighbour's difference (at most 255 / 57 normalized), so by 0.006; a pixel
+# off by one moves by the whole difference.
+NORMALIZED_ATOL = 0.01
 
 
 def _decoded(height=30, width=22, filename='img_1.png'):
@@ -24,9 +32,34 @@ def _decoded(height=30, width=22, filename='img_1.png'):
 
 
 def _unnormalize(image):
-  mean = np.array(preprocess_ops.MEAN_RGB, np.float32)
-  std = np.array(preprocess_ops.STDDEV_RGB, np.float32)
-  return np.asarray(image) * std + mean
+  return np.asarray(image) * STD + MEAN
+
+
+def _random_decoded(height, width, seed=0):
+  """An example of random pixels and random labels 1-3 (0 would be filler)."""
+  rng = np.random.default_rng(seed)
+  return {'image': tf.constant(rng.integers(0, 256, (height, width, 3),
+                                            dtype=np.uint8)),
+          'label': tf.constant(rng.integers(1, 4, (height, width, 1),
+                                            dtype=np.uint8)),
+          'filename': tf.constant('random.png'),
+          'height': tf.constant(height), 'width': tf.constant(width)}
+
+
+def _window(parser_seed, scaled_size, crop_size, flip):
+  """The (offset, flipped) a Parser draws with `parser_seed` [2] int64."""
+  # The Parser splits its seed into a scale seed and a crop seed.
+  crop_seed = tf.random.experimental.stateless_split(parser_seed, 2)[1]
+  offset, flipped = preprocess.random_crop_window(
+      tf.constant(scaled_size), crop_size, flip, crop_seed)
+  return offset.numpy(), bool(flipped)
+
+
+def _slice(array, offset, crop_size, flipped):
+  """The NumPy crop at `offset` of `array`, mirrored left-right if flipped."""
+  window = np.asarray(array)[offset[0]:offset[0] + crop_size[0],
+                             offset[1]:offset[1] + crop_size[1]]
+  return window[:, ::-1] if flipped else window
 
 
 def _assert_aligned(test, image, label, exact):
@@ -45,7 +78,10 @@ def _assert_aligned(test, image, label, exact):
         valid &= padded[2 + dy:2 + dy + label.shape[0],
                         2 + dx:2 + dx + label.shape[1]] == label
   test.assertGreater(valid.sum(), 0)
-  test.assertAllClose(image[valid], 10.0 * label[valid], atol=1e-3 if exact else 0.5)
+  # Exact up to crop_box's sampling margin: neighbours differ by at most 20
+  # grey levels here, so samples move by at most 0.024 (NORMALIZED_ATOL).
+  test.assertAllClose(image[valid], 10.0 * label[valid],
+                      atol=0.05 if exact else 0.5)
 
 
 def _deeplab_resize_size(height, width, min_size, max_size, factor):
@@ -60,6 +96,12 @@ def _deeplab_resize_size(height, width, min_size, max_size, factor):
 
 
 class ParserTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    # Parser is configurable: bindings left by another test file in the same
+    # process (e.g. Parser.num_classes) must not reach these Parsers.
+    gin.clear_config()
 
   @parameterized.named_parameters(
       ('no_scaling', 1.0, 1.0, 0.0, True),
@@ -91,20 +133,102 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
       for image, label in zip(features['image'], labels):
         _assert_aligned(self, image, label, exact=False)
 
-  def test_small_image_is_padded_with_mean_pixel_and_ignore(self):
-    parser = preprocess.Parser(is_training=True, crop_size=(40, 40),
-                               ignore_label=IGNORE, random_flip=False)
-    features, label = parser(_decoded(height=30, width=22))
-    label = np.asarray(label)[..., 0]
-    image = _unnormalize(features['image'])
-    # The crop must cover the whole 30x22 image, so padding is the rest.
-    self.assertEqual(int((label != IGNORE).sum()),
-                     int((np.asarray(_decoded()['label']) != IGNORE).sum()))
-    pad = np.ones_like(label, bool)
-    pad[:30, :22] = False
-    self.assertTrue((label[pad] == IGNORE).all())
-    self.assertAllClose(image[pad], np.broadcast_to(
-        preprocess_ops.MEAN_RGB, image[pad].shape), atol=1e-3)
+  @parameterized.named_parameters(('not_flipped', False), ('flipped', True))
+  def test_crop_at_scale_one_is_the_numpy_slice(self, flip):
+    decoded, crop_size = _random_decoded(30, 22), (17, 19)
+    parser = preprocess.Parser(is_training=True, crop_size=crop_size,
+                               ignore_label=IGNORE, random_flip=flip)
+    normalized = (np.asarray(decoded['image'], np.float32) - MEAN) / STD
+    flips = set()
+    for seed in range(6):
+      seed = tf.constant([seed, 1], tf.int64)
+      offset, flipped = _window(seed, (30, 22), crop_size, flip)
+      flips.add(flipped)
+      features, label = parser(decoded, seed)
+      self.assertAllEqual(label, _slice(decoded['label'], offset, crop_size,
+                                        flipped))
+      self.assertAllClose(features['image'], _slice(
+          normalized, offset, crop_size, flipped), atol=NORMALIZED_ATOL)
+    self.assertEqual(flips, {False, True} if flip else {False})
+
+  def test_label_at_scale_two_is_nearest_upsampling(self):
+    # 6x8 blocks of one class each, and an image that is 10 * label.
+    label = (np.arange(24)[:, None] // 6 * 4 + np.arange(32)[None] // 8) % 7
+    decoded = {'image': tf.constant(np.repeat(label[..., None] * 10, 3, -1),
+                                    tf.uint8),
+               'label': tf.constant(label[..., None], tf.uint8),
+               'filename': tf.constant('blocks.png'),
+               'height': tf.constant(24), 'width': tf.constant(32)}
+    crop_size = (33, 41)
+    parser = preprocess.Parser(is_training=True, crop_size=crop_size,
+                               ignore_label=IGNORE, min_scale_factor=2.0,
+                               max_scale_factor=2.0, random_flip=False)
+    # Nearest upsampling to 48x64 with aligned corners (DeepLab's sampling):
+    # scaled pixel p takes source pixel round(p * (24 - 1) / (48 - 1)).
+    rows = np.floor(np.arange(48) * 23 / 47 + 0.5).astype(int)
+    cols = np.floor(np.arange(64) * 31 / 63 + 0.5).astype(int)
+    upsampled = label[rows][:, cols]
+    for seed in range(4):
+      seed = tf.constant([seed, 2], tf.int64)
+      offset, _ = _window(seed, (48, 64), crop_size, False)
+      expected = _slice(upsampled, offset, crop_size, False)
+      features, got = parser(decoded, seed)
+      got = np.asarray(got)[..., 0]
+      # Other sub-pixel conventions move block borders by at most one output
+      # pixel: compare pixels whose 3x3 neighbourhood is one block.
+      padded = np.pad(expected, 1, mode='edge')
+      interior = np.ones_like(expected, bool)
+      for dy in range(3):
+        for dx in range(3):
+          interior &= padded[dy:dy + 33, dx:dx + 41] == expected
+      self.assertGreater(interior.sum(), 0.6 * interior.size)
+      self.assertAllEqual(got[interior], expected[interior])
+      self.assertAllClose(_unnormalize(features['image'])[interior],
+                          np.repeat(10.0 * expected[interior, None], 3, -1),
+                          atol=0.05)
+
+  @parameterized.named_parameters(
+      # A 30x22 image at scale 0.5 is 15x11 in a 40x40 crop.
+      ('small_image', 30, 22, 0.5, (40, 40), (15, 11)),
+      # The last scaled row and column map to the source's last ones, which
+      # float32 rounding could push into crop_and_resize's extrapolation.
+      ('edges', 16, 8, 1.75, (33, 41), (28, 14)),
+      ('one_row', 1, 9, 2.0, (5, 24), (2, 18)))
+  def test_padding_is_exact_and_the_scaled_image_is_real(
+      self, height, width, scale, crop_size, scaled):
+    parser = preprocess.Parser(
+        is_training=True, crop_size=crop_size, ignore_label=IGNORE,
+        min_scale_factor=scale, max_scale_factor=scale)
+    flips = set()
+    for seed in range(6):
+      seed = tf.constant([seed, 3], tf.int64)
+      features, label = parser(_random_decoded(height, width), seed)
+      _, flipped = _window(seed, scaled, crop_size, True)
+      flips.add(flipped)
+      pad = np.ones(crop_size, bool)
+      pad[:scaled[0], :scaled[1]] = False
+      pad = pad[:, ::-1] if flipped else pad
+      label = np.asarray(label)[..., 0]
+      self.assertTrue((label[pad] == IGNORE).all())
+      self.assertTrue((np.asarray(features['image'])[pad] == 0.0).all())
+      self.assertTrue(np.isin(label[~pad], [1, 2, 3]).all())
+      self.assertTrue((np.asarray(features['image'])[~pad] != 0.0).any())
+    self.assertEqual(flips, {False, True})
+
+  def test_crop_offsets_cover_every_valid_offset(self):
+    offsets, flips = set(), set()
+    for seed in range(300):
+      offset, flipped = preprocess.random_crop_window(
+          tf.constant([12, 7]), (8, 5), True, tf.constant([seed, 4]))
+      offsets.add(tuple(offset.numpy()))
+      flips.add(bool(flipped))
+    # The padded 12x7 image has offsets 0-4 down and 0-2 across.
+    self.assertEqual(offsets, {(y, x) for y in range(5) for x in range(3)})
+    self.assertEqual(flips, {False, True})
+    # An image smaller than the crop is padded: the only offset is 0.
+    offset, _ = preprocess.random_crop_window(
+        tf.constant([6, 3]), (8, 5), True, tf.constant([1, 4]))
+    self.assertAllEqual(offset, [0, 0])
 
   def test_random_scale_factor_draws_from_the_step_grid(self):
     draws = {round(float(preprocess.random_scale_factor(0.5, 2.0, 0.25)), 4)
@@ -136,11 +260,12 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
         is_training=True, crop_size=(17, 19), ignore_label=IGNORE,
         min_scale_factor=0.5, max_scale_factor=2.0, scale_factor_step_size=0.25)
     decoded = _decoded()
-    outputs = [parser(decoded, seed=tf.constant(seed, tf.int64))[1].numpy()
+    outputs = [parser(decoded, seed=tf.constant(seed, tf.int64))
                for seed in ([3, 7], [3, 7], [3, 8], [4, 7], [9, 9])]
-    self.assertAllEqual(outputs[0], outputs[1])
+    self.assertAllEqual(outputs[0][1], outputs[1][1])
+    self.assertAllEqual(outputs[0][0]['image'], outputs[1][0]['image'])
     for other in outputs[2:]:
-      self.assertNotAllEqual(outputs[0], other)
+      self.assertNotAllEqual(outputs[0][1], other[1])
 
   @parameterized.parameters(
       # VOC-sized images fit 513 with sides 16k + 1, as DeepLab resizes ADE20K.
@@ -175,6 +300,21 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(set(np.unique(label[:45, :33])), {0, 1, 2, IGNORE})
     _assert_aligned(self, features['image'][:45, :33], label[:45, :33, None],
                     exact=False)
+
+  def test_train_resizes_before_cropping(self):
+    # The 45x33 resized image fits the crop: training then pads it as eval.
+    kwargs = dict(crop_size=(46, 46), ignore_label=IGNORE, min_resize_value=40,
+                  max_resize_value=45)
+    train = preprocess.Parser(is_training=True, random_flip=False, **kwargs)
+    evaluate = preprocess.Parser(is_training=False, **kwargs)
+    (train_features, train_label), (eval_features, eval_label) = [
+        parser(_random_decoded(30, 22), seed=tf.constant([5, 5]))
+        for parser in (train, evaluate)]
+    self.assertEqual((int(train_features['height']),
+                      int(train_features['width'])), (45, 33))
+    self.assertAllEqual(train_label, eval_label)
+    self.assertAllClose(train_features['image'], eval_features['image'],
+                        atol=NORMALIZED_ATOL)
 
   def test_resize_bound_without_min_is_rejected(self):
     with self.assertRaisesRegex(ValueError, 'min_resize_value'):

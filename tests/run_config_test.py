@@ -1,9 +1,11 @@
 """Tests for batch semantics and estimator construction."""
 
 from absl.testing import parameterized
+import gin
 import tensorflow as tf
 
 from official_seg.runtime import run_config as run_config_lib
+from official_seg.training import model_fn as model_fn_lib
 import testing_utils
 
 
@@ -29,6 +31,29 @@ class RunConfigTest(tf.test.TestCase, parameterized.TestCase):
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     with self.assertRaisesRegex(ValueError, r'=3 .* 2 replicas'):
       run_config_lib.build_estimator(config)
+
+  def test_thread_counts_keep_estimators_session_defaults(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.parse_tiny_quickstart(
+        data_dir, extra=['build_run_config.inter_op_threads = 1'])
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    self.assertEqual(config.session_config.inter_op_parallelism_threads, 1)
+    self.assertEqual(config.session_config.intra_op_parallelism_threads, 0)
+    self.assertTrue(config.session_config.allow_soft_placement)
+    testing_utils.parse_tiny_quickstart(data_dir)
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    # No thread counts: the Estimator's own default session config.
+    self.assertIsNone(config.session_config)
+
+  @parameterized.parameters(True, False)
+  def test_xla_scope_marks_the_model_ops(self, jit_compile):
+    gin.clear_config()
+    with tf.Graph().as_default() as graph:
+      with model_fn_lib.xla_scope(jit_compile=jit_compile):
+        tf.nn.relu(tf.zeros([2]))
+    compiled = [op for op in graph.get_operations()
+                if op.node_def.attr['_XlaCompile'].b]
+    self.assertLen(compiled, 2 if jit_compile else 0)
 
 
 if __name__ == '__main__':

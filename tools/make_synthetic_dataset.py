@@ -11,6 +11,8 @@ flags.DEFINE_string('output_dir', 'data/synthetic', 'Where to write shards.')
 flags.DEFINE_integer('num_train', 400, 'Training images.')
 flags.DEFINE_integer('num_val', 61, 'Validation images.')
 flags.DEFINE_integer('num_shards', 4, 'Shards per split.')
+flags.DEFINE_integer('min_size', 72, 'Smallest image side, in pixels.')
+flags.DEFINE_integer('max_size', 144, 'Largest image side, in pixels.')
 flags.DEFINE_enum('image_format', 'jpeg', ['jpeg', 'png'], 'Image encoding.')
 FLAGS = flags.FLAGS
 
@@ -20,7 +22,8 @@ def main(argv):
   start = time.time()
   written = synthetic.write_dataset(
       FLAGS.output_dir, {'train': FLAGS.num_train, 'val': FLAGS.num_val},
-      num_shards=FLAGS.num_shards, image_format=FLAGS.image_format)
+      num_shards=FLAGS.num_shards, image_format=FLAGS.image_format,
+      min_size=FLAGS.min_size, max_size=FLAGS.max_size)
   for split, count in sorted(written.items()):
     print(f'{split}: {count} images in {FLAGS.num_shards} shards')
   print(f'Wrote {FLAGS.output_dir} in {time.time() - start:.1f}s')

@@ -4,6 +4,7 @@ import collections
 
 import gin
 import tensorflow as tf
+from tensorflow_estimator.python.estimator import run_config as estimator_run_config
 
 from official_seg.data import input_fn as input_lib
 from official_seg.runtime import cluster
@@ -67,6 +68,19 @@ def _strategy(train_distribute):
   return train_distribute() if cluster.trains() else None
 
 
+def _session_config(inter_op_threads, intra_op_threads):
+  """The cluster's session config, with thread counts if any is set."""
+  config = cluster.session_config()
+  if not (inter_op_threads or intra_op_threads):
+    return config
+  # Estimator's own default (soft placement, one grappler pass) when the
+  # cluster sets none: a config given to RunConfig replaces the default.
+  config = config or estimator_run_config.get_default_session_config()
+  config.inter_op_parallelism_threads = inter_op_threads
+  config.intra_op_parallelism_threads = intra_op_threads
+  return config
+
+
 @gin.configurable(denylist=['model_dir', 'tpu_address'])
 def build_run_config(model_dir,
                      tpu_address=None,
@@ -78,7 +92,9 @@ def build_run_config(model_dir,
                      max_worker_delay_secs=None,
                      iterations_per_loop=100,
                      num_shards=None,
-                     per_host_input_for_training='PER_HOST_V1'):
+                     per_host_input_for_training='PER_HOST_V1',
+                     inter_op_threads=0,
+                     intra_op_threads=0):
   """Builds a TPU RunConfig; it is also a valid RunConfig for Estimator.
 
   The cluster (chief, workers, parameter servers, evaluator) comes from the
@@ -101,6 +117,9 @@ def build_run_config(model_dir,
     num_shards: optional int, TPU cores to use; None uses every core.
     per_host_input_for_training: str, a `tpu.InputPipelineConfig` name:
       'PER_HOST_V2' has each host feed per-core batches to its cores.
+    inter_op_threads: int, ops a session runs at once; 0 lets TensorFlow
+      choose (one per core). docs/performance.md has a measurement of 1.
+    intra_op_threads: int, threads one op uses; 0 lets TensorFlow choose.
 
   Returns:
     A `tf.compat.v1.estimator.tpu.RunConfig`.
@@ -120,7 +139,7 @@ def build_run_config(model_dir,
       save_summary_steps=save_checkpoints_steps,
       tf_random_seed=tf_random_seed,
       train_distribute=_strategy(train_distribute),
-      session_config=cluster.session_config(),
+      session_config=_session_config(inter_op_threads, intra_op_threads),
       experimental_max_worker_delay_secs=max_worker_delay_secs,
       tpu_config=tpu_estimator.tpu_config(
           iterations_per_loop, num_shards, per_host_input_for_training,
@@ -152,9 +171,11 @@ def estimator_model_fn(features, labels, mode, params, config):
   Autograph must not convert it: a strategy runs the model_fn through
   autograph, which mistakes gin's configurable wrappers (they share one code
   object) for one another. Summaries are written by the chief's first replica
-  only; other replicas and workers would each write a copy.
+  only; other replicas and workers would each write a copy. The model is
+  built in `mixed_precision_policy`'s dtype policy.
   """
-  spec = _UNCONVERTED_MODEL_FN(features, labels, mode, params, config)
+  with tpu_estimator.keras_policy(tpu_estimator.mixed_precision_policy()):
+    spec = _UNCONVERTED_MODEL_FN(features, labels, mode, params, config)
   if not (config.is_chief and is_first_replica()):
     spec = spec._replace(host_call=None)
   return spec.as_estimator_spec()
@@ -200,7 +221,7 @@ def build_estimator(run_config,
   if run_config.cluster:
     raise ValueError('--tpu names a TPU, but build_estimator.use_tpu_estimator '
                      'is False; add --gin_file=gin/platforms/tpu.gin.')
-  tpu_estimator.check_precision_supported()
+  tpu_estimator.check_precision_supported(run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
   estimator = tf.estimator.Estimator(

@@ -61,12 +61,12 @@ def tpu_config(iterations_per_loop, num_shards, per_host_input, on_tpu):
 
 @gin.configurable
 def mixed_precision_policy(name='float32'):
-  """The Keras dtype policy the model is built with under TPUEstimator.
+  """The Keras dtype policy the model is built with.
 
   Args:
     name: 'float32', or 'mixed_bfloat16': activations in bfloat16 (on TPUs,
-      and on CPUs with bfloat16 support), variables, loss and metrics in
-      float32. bfloat16 needs no loss scaling.
+      and on CPUs with bfloat16 instructions: AMX or AVX512_BF16), variables,
+      loss and metrics in float32. bfloat16 needs no loss scaling.
 
   Returns:
     str, the policy name.
@@ -74,22 +74,24 @@ def mixed_precision_policy(name='float32'):
   return name
 
 
-def check_precision_supported():
-  """Raises ValueError if a mixed precision is set for `tf.estimator.Estimator`.
+def check_precision_supported(run_config):
+  """Raises ValueError if a mixed precision is set with an Estimator strategy.
 
   The policy is set around each model_fn call; a strategy's replicas build
   their layers in turns, interleaved, so one global policy cannot be scoped
-  to each of them.
+  to each of them. One-device Estimators and TPUEstimator are fine.
   """
   name = mixed_precision_policy()
-  if name != 'float32':
+  if name != 'float32' and run_config.train_distribute:
     raise ValueError(
-        f'mixed_precision_policy.name={name!r} needs the TPUEstimator '
-        '(gin/platforms/tpu.gin); use float32 with Estimator platforms.')
+        f'mixed_precision_policy.name={name!r} cannot be combined with '
+        'build_run_config.train_distribute (a multi-device Estimator '
+        'platform); use float32 there, or the TPUEstimator '
+        '(gin/platforms/tpu.gin).')
 
 
 @contextlib.contextmanager
-def _keras_policy(name):
+def keras_policy(name):
   """Sets Keras's global dtype policy for the block, then restores it.
 
   Keras's own policy_scope is private; layers read the global policy when
@@ -142,7 +144,7 @@ def _cross_shard_context(mode, params):
 
 def tpu_model_fn(features, labels, mode, params, config):
   """`model_fn_lib.model_fn` in the mixed precision policy and shard context."""
-  with _keras_policy(mixed_precision_policy()), _cross_shard_context(
+  with keras_policy(mixed_precision_policy()), _cross_shard_context(
       mode, params):
     return model_fn_lib.model_fn(features, labels, mode, params, config)
 

@@ -1,6 +1,7 @@
 """model_fn for Estimator and TPUEstimator: glues model, loss, optimizer and metrics."""
 
 import collections
+import contextlib
 import functools
 
 import gin
@@ -69,6 +70,27 @@ def _train_spec(model, images, loss, seg_loss, params, model_dir):
                           scaffold_fn=warm_start.warm_start(model, model_dir))
 
 
+@gin.configurable
+def xla_scope(jit_compile=False):
+  """The scope the model and loss are built in: XLA-compiled, or plain.
+
+  `jit_scope` rather than `tf.function(jit_compile=True)`: the model_fn
+  builds a graph for Estimator, and ops marked in the scope are compiled
+  together with their gradients. On CPUs XLA is slower than TensorFlow's
+  oneDNN kernels (docs/performance.md has the figures); it is meant for GPUs.
+
+  Args:
+    jit_compile: bool, compile the forward pass, loss and gradients with XLA.
+
+  Returns:
+    A context manager.
+  """
+  if not jit_compile:
+    return contextlib.nullcontext()
+  return tf.xla.experimental.jit_scope(compile_ops=True,
+                                       separate_compiled_gradients=False)
+
+
 Task = collections.namedtuple('Task', 'num_classes class_names ignore_label')
 
 
@@ -113,10 +135,12 @@ def model_fn(features, labels, mode, params, config):
   model = model_lib.build_model(num_classes=task.num_classes)
   images = features['image']
   training = optimizers.model_training_flag(mode == ModeKeys.TRAIN)
-  logits = model(images, training=training)['logits']
+  with xla_scope():
+    logits = model(images, training=training)['logits']
   if mode == ModeKeys.PREDICT:
     return _predict_spec(model, logits, features)
-  loss, seg_loss = losses.total_loss(model, logits, labels)
+  with xla_scope():
+    loss, seg_loss = losses.total_loss(model, logits, labels)
   if mode == ModeKeys.EVAL:
     return _eval_spec(model, logits, features, labels, seg_loss, task)
   return _train_spec(model, images, loss, seg_loss, params, config.model_dir)

@@ -207,4 +207,8 @@ def train_op(optimizer, loss, variables, update_ops):
           [grad for grad, _ in grads_and_vars if grad is not None])),
       ['Gradients are NaN or Inf at global step', global_step])
   with tf.control_dependencies(update_ops + [grads_finite]):
-    return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
+    step = optimizer.apply_gradients(grads_and_vars, global_step=global_step)
+  # Registered so hooks find the step's ops without looking up names
+  # (tools/benchmark.py counts the FLOPs of the ops it runs).
+  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.TRAIN_OP, step)
+  return step

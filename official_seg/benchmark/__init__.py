@@ -1,0 +1,1 @@
+"""Throughput benchmarks of official_seg and of the Model Garden trainer."""

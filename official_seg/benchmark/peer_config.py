@@ -1,0 +1,316 @@
+"""The Model Garden ExperimentConfig of an official_seg gin experiment."""
+
+import dataclasses
+import inspect
+import math
+
+import gin
+import tensorflow as tf
+from official.core import exp_factory
+from official.modeling import optimization
+from official.vision.configs import backbones as backbone_cfgs
+from official.vision.configs import common
+from official.vision.configs import decoders as decoder_cfgs
+from official.vision.configs import semantic_segmentation as seg_cfgs
+from official.vision.modeling import backbones
+from official.vision.modeling import decoders
+from official.vision.modeling import heads
+
+from official_seg.data import input_fn
+from official_seg.data import preprocess
+from official_seg.data import tfexample
+from official_seg.modeling import inference
+from official_seg.modeling import losses
+from official_seg.modeling import model as model_lib
+from official_seg.runtime import tpu_estimator
+from official_seg.training import optimizers
+
+_REQUIRED = object()
+# Backbones the peer maps: gin selector -> (Model Garden class, config type,
+# config class, base experiment whose remaining defaults the peer keeps).
+_BACKBONES = {
+    'backbones.MobileNet': (backbones.MobileNet, 'mobilenet',
+                            backbone_cfgs.MobileNet, 'mnv2_deeplabv3_pascal'),
+    'backbones.DilatedResNet': (backbones.DilatedResNet, 'dilated_resnet',
+                                backbone_cfgs.DilatedResNet,
+                                'seg_deeplabv3_pascal'),
+}
+# The Model Garden config calls it stochastic_depth_drop_rate throughout.
+_RENAMES = {'stochastic_depth_drop_rate': 'init_stochastic_depth_rate'}
+# Bindings the Model Garden trainer has no counterpart for, each with the
+# values under which both trainers do the same.
+_MATCHING_ONLY = (
+    ('gradient_multipliers.last_layer_gradient_multiplier',
+     optimizers.gradient_multipliers, (1.0,)),
+    ('gradient_multipliers.bias_multiplier', optimizers.gradient_multipliers,
+     (1.0,)),
+    ('trainable_variables.freeze', optimizers.trainable_variables, ((), [])),
+    ('model_training_flag.fine_tune_batch_norm',
+     optimizers.model_training_flag, (True,)),
+    ('predict_probabilities.eval_scales', inference.predict_probabilities,
+     ((1.0,), [1.0])),
+    ('predict_probabilities.add_flipped_images',
+     inference.predict_probabilities, (False,)),
+    ('train/Parser.min_resize_value', preprocess.Parser, (None,)),
+    ('eval/Parser.min_resize_value', preprocess.Parser, (None,)),
+)
+_POLY = 'tf.keras.optimizers.schedules.PolynomialDecay'
+# One NormActivation config sets these for backbone, decoder and head alike.
+_NORM_FIELDS = ('activation', 'norm_momentum', 'norm_epsilon')
+# Our precision names -> the Model Garden's runtime.mixed_precision_dtype.
+PRECISIONS = {'float32': None, 'mixed_bfloat16': 'bfloat16'}
+
+
+def setting(binding, constructor=None):
+  """The value gin gives a binding, as the pipeline would receive it.
+
+  Args:
+    binding: str, 'scope/configurable.param' or 'configurable.param'.
+    constructor: optional callable whose signature default applies when gin
+      binds nothing.
+
+  Returns:
+    The bound value with macros resolved; a scoped binding falls back to the
+    unscoped one, then to `constructor`'s default.
+
+  Raises:
+    ValueError: nothing is bound and there is no default; names the binding.
+  """
+  for name in (binding, binding.split('/')[-1]):
+    try:
+      value = gin.query_parameter(name)
+    except ValueError:
+      continue
+    while (isinstance(value, gin.config.ConfigurableReference)
+           and value.selector == 'gin.macro'):
+      value = gin.query_parameter('%' + '/'.join(value.scopes))
+    return value
+  default = _REQUIRED
+  if constructor is not None:
+    default = inspect.signature(constructor).parameters[
+        binding.rsplit('.', 1)[1]].default
+  if any(default is none for none in (_REQUIRED, inspect.Parameter.empty,
+                                      gin.REQUIRED)):
+    raise ValueError(f'gin binding {binding} is not set; the Model Garden '
+                     'peer needs it: bind it in a gin file or --gin_param.')
+  return default
+
+
+def _reference(binding, supported):
+  """The gin reference bound to `binding`, checked against `supported`."""
+  ref = setting(binding)
+  if getattr(ref, 'selector', None) not in supported:
+    raise ValueError(
+        f'gin binding {binding} = {ref!r} has no Model Garden counterpart in '
+        f'the peer benchmark; it maps {", ".join(sorted(supported))}.')
+  return ref
+
+
+def _module_config(config_cls, selector, constructor, **fixed):
+  """A Model Garden config whose fields take gin's values for `selector`.
+
+  Raises:
+    ValueError: gin binds a parameter of `selector` the config has no field
+      for (it would silently differ); names the binding.
+  """
+  params = inspect.signature(constructor).parameters
+  values = dict(fixed)
+  for field in dataclasses.fields(config_cls):
+    param = field.name if field.name in params else _RENAMES.get(field.name)
+    if field.name not in values and param in params:
+      values[field.name] = setting(f'{selector}.{param}', constructor)
+  mapped = {_RENAMES.get(name, name) for name in values} | set(values)
+  unmapped = sorted(set(gin.get_bindings(selector)) - mapped -
+                    set(_NORM_FIELDS))
+  if unmapped:
+    raise ValueError(f'gin binding {selector}.{unmapped[0]} has no Model '
+                     'Garden config field; remove it to run the peer.')
+  return config_cls(**values)
+
+
+def _norm_activation(selectors):
+  """The one NormActivation the Model Garden applies to every module.
+
+  Args:
+    selectors: list of (gin selector, constructor) of backbone, decoder, head.
+
+  Raises:
+    ValueError: the modules are bound to different values.
+  """
+  values = {}
+  for field in _NORM_FIELDS:
+    found = {f'{sel}.{field}': setting(f'{sel}.{field}', fn)
+             for sel, fn in selectors
+             if field in inspect.signature(fn).parameters}
+    if len(set(found.values())) > 1:
+      raise ValueError(f'The Model Garden has one {field} for all modules; '
+                       f'bind the same value to each of {found}.')
+    values[field] = next(iter(found.values()))
+  # One CPU replica: synchronised batch norm would only add collectives.
+  return common.NormActivation(use_sync_bn=False, **values)
+
+
+def model_config():
+  """(SemanticSegmentationModel, base experiment name) of build_model."""
+  backbone_ref = _reference('build_model.backbone', _BACKBONES)
+  decoder_ref = _reference('build_model.decoder', ('decoders.ASPP',))
+  head_ref = _reference('build_model.head', ('heads.SegmentationHead',))
+  backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_ref.selector]
+  backbone = _module_config(cfg_cls, backbone_ref.scoped_selector,
+                            backbone_cls)
+  # build_model puts ASPP and the head at the backbone's deepest level.
+  level = int(math.log2(backbone.output_stride or 32))
+  aspp = _module_config(decoder_cfgs.ASPP, decoder_ref.scoped_selector,
+                        decoders.ASPP, level=level)
+  head = _module_config(seg_cfgs.SegmentationHead, head_ref.scoped_selector,
+                        heads.SegmentationHead, level=level)
+  return seg_cfgs.SemanticSegmentationModel(
+      num_classes=setting('segmentation_task.num_classes'),
+      input_size=[None, None, 3],
+      backbone=backbone_cfgs.Backbone(type=kind, **{kind: backbone}),
+      decoder=decoder_cfgs.Decoder(type='aspp', aspp=aspp),
+      head=head,
+      norm_activation=_norm_activation(
+          [(backbone_ref.scoped_selector, backbone_cls),
+           (decoder_ref.scoped_selector, decoders.ASPP),
+           (head_ref.scoped_selector, heads.SegmentationHead)])), base
+
+
+def _data_config(scope, is_training):
+  """The Model Garden DataConfig reading the shards of the `scope` split.
+
+  The numbers are ours; the methods stay the Model Garden's: its training
+  scale is relative to the crop size (the image is first fitted into it) and
+  continuous, and its evaluation fits each image into EVAL_CROP_SIZE and
+  scores predictions resized back to the label's size.
+
+  Args:
+    scope: 'train' or 'eval', the gin scope of build_dataset and Parser.
+    is_training: bool.
+
+  Returns:
+    A `semantic_segmentation.DataConfig`.
+  """
+  crop = list(setting(f'{scope}/Parser.crop_size'))
+  parser = lambda param: setting(f'{scope}/Parser.{param}', preprocess.Parser)
+  dataset = lambda param: setting(f'{scope}/build_dataset.{param}',
+                                  input_fn.build_dataset)
+  batch = setting(f'build_estimator.{scope}_batch_size')
+  image = seg_cfgs.DenseFeatureConfig(mean=list(parser('mean_rgb')),
+                                      stddev=list(parser('stddev_rgb')))
+  data = seg_cfgs.DataConfig(
+      input_path=tfexample.shard_pattern(dataset('data_dir'),
+                                         dataset('split')),
+      output_size=crop, global_batch_size=batch, is_training=is_training,
+      image_feature=image, cycle_length=dataset('cycle_length'))
+  if is_training:
+    data.override({'aug_scale_min': parser('min_scale_factor'),
+                   'aug_scale_max': parser('max_scale_factor'),
+                   'aug_rand_hflip': parser('random_flip'),
+                   'shuffle_buffer_size': dataset('shuffle_buffer_size')})
+  else:
+    # Labels keep their size, padded like ours; a partial batch still counts.
+    data.override({'resize_eval_groundtruth': False,
+                   'groundtruth_padded_size': crop, 'drop_remainder': False})
+  return data
+
+
+def optimizer_config():
+  """OptimizationConfig of make_optimizer and learning_rate.schedule."""
+  _reference('make_optimizer.optimizer', ('tf.train.MomentumOptimizer',))
+  schedule = _reference('learning_rate.schedule',
+                        (_POLY, 'schedules.LinearWarmup'))
+  warmup = {}
+  if schedule.selector == 'schedules.LinearWarmup':
+    warmup = {'type': 'linear', 'linear': {
+        'warmup_steps': setting(f'{schedule.scoped_selector}.warmup_steps'),
+        'warmup_learning_rate': setting(
+            f'{schedule.scoped_selector}.warmup_learning_rate')}}
+    schedule = _reference(f'{schedule.scoped_selector}.after_warmup_lr_sched',
+                          (_POLY,))
+  poly = {name: setting(f'{schedule.scoped_selector}.{name}',
+                        tf.keras.optimizers.schedules.PolynomialDecay)
+          for name in ('initial_learning_rate', 'decay_steps',
+                       'end_learning_rate', 'power', 'cycle')}
+  return optimization.OptimizationConfig({
+      'optimizer': {'type': 'sgd', 'sgd': {
+          'momentum': setting('tf.train.MomentumOptimizer.momentum'),
+          'nesterov': setting('tf.train.MomentumOptimizer.use_nesterov',
+                              tf.compat.v1.train.MomentumOptimizer)}},
+      'learning_rate': {'type': 'polynomial', 'polynomial': poly},
+      'warmup': warmup})
+
+
+def precision_name(config):
+  """'float32' or 'mixed_bfloat16': the precision a `peer_config` runs in."""
+  return {dtype: name for name, dtype in PRECISIONS.items()}[
+      config.runtime.mixed_precision_dtype]
+
+
+def _losses():
+  """Losses of segmentation_loss and build_model.weight_decay."""
+  loss = lambda param: setting(f'segmentation_loss.{param}',
+                               losses.segmentation_loss)
+  return seg_cfgs.Losses(
+      l2_weight_decay=setting('build_model.weight_decay',
+                              model_lib.build_model),
+      ignore_label=loss('ignore_label'),
+      label_smoothing=loss('label_smoothing'),
+      top_k_percent_pixels=loss('top_k_percent_pixels'),
+      class_weights=list(loss('class_weights') or []))
+
+
+def _check_matching():
+  """Raises ValueError naming a binding of _MATCHING_ONLY set otherwise."""
+  for binding, constructor, accepted in _MATCHING_ONLY:
+    value = setting(binding, constructor)
+    if value not in accepted:
+      raise ValueError(
+          f'gin binding {binding} = {value!r} has no Model Garden '
+          f'counterpart; the peer benchmark needs {accepted[0]!r}.')
+
+
+def peer_config(precision=None, steps_per_loop=10, eval_batches=None,
+                train_mean_iou=False):
+  """The Model Garden ExperimentConfig of the parsed gin experiment.
+
+  Args:
+    precision: 'float32' or 'mixed_bfloat16'; None takes
+      mixed_precision_policy.name.
+    steps_per_loop: int, training steps per Orbit loop (one loss point each).
+    eval_batches: optional int, validation steps; None reads the split.
+    train_mean_iou: bool, the Model Garden's `report_train_mean_iou`: its
+      configurations compute a training mean IoU every step (True), which
+      our trainer does not; False measures the peer without that cost.
+
+  Returns:
+    A validated `ExperimentConfig` that downloads nothing.
+
+  Raises:
+    ValueError: a binding (named) has no Model Garden counterpart.
+  """
+  _check_matching()
+  precision = precision or tpu_estimator.mixed_precision_policy()
+  if precision not in PRECISIONS:
+    raise ValueError(f'--precision={precision!r}: use one of {PRECISIONS}.')
+  model, base = model_config()
+  config = exp_factory.get_exp_config(base)
+  config.task = seg_cfgs.SemanticSegmentationTask(
+      model=model,
+      train_data=_data_config('train', True),
+      validation_data=_data_config('eval', False),
+      losses=_losses(),
+      # Our trainer writes no eval images.
+      evaluation=seg_cfgs.Evaluation(report_train_mean_iou=train_mean_iou),
+      allow_image_summary=False,
+      init_checkpoint=None)
+  config.trainer.override({
+      'train_steps': setting('run.train_steps'),
+      'steps_per_loop': steps_per_loop,
+      'validation_steps': eval_batches or -1,
+      'optimizer_config': optimizer_config()})
+  config.runtime.override({'distribution_strategy': 'one_device',
+                           'num_gpus': 0,
+                           'mixed_precision_dtype': PRECISIONS[precision]})
+  config.validate()
+  return config

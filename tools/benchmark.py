@@ -1,0 +1,100 @@
+"""Measures an experiment's input, training and evaluation speed, and the peer's.
+
+  python tools/benchmark.py \
+    --gin_file=gin/experiments/benchmark_mnv2_deeplabv3.gin --peer
+
+Measures, after warm-up: input-pipeline images/s, training images/s,
+evaluation images/s, mean IoU after --train_steps, peak resident memory, and
+the training step's FLOP/s (FLOPs counted from its graph) as a fraction of
+this machine's dense matmul peak (measured here, float32 and bfloat16).
+--peer runs the same experiment through the Model Garden's own trainer
+(SemanticSegmentationTask and its Orbit loop) and prints the ratios. Each
+trainer runs in a process of its own, one after the other, --repeats times;
+the medians count; their model dirs go under --model_dir (default a temporary
+folder). Prints a table and one JSON line (also appended to --output).
+"""
+
+import datetime
+import json
+import os
+import sys
+import tempfile
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from official_seg.benchmark import measure
+from official_seg.benchmark import report
+# The runner's flags: gin files and bindings, steps, batches, peer options.
+from official_seg.benchmark import runner  # pylint: disable=unused-import
+
+flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+flags.DEFINE_bool('peer', False, 'Also measure the Model Garden trainer.')
+flags.DEFINE_integer('repeats', 1, 'Runs of each trainer, alternating.')
+flags.DEFINE_string('output', None, 'A file to append the JSON line to.')
+flags.register_validator(
+    'eval_batches', lambda value: value is None or value >= 2,
+    '--eval_batches must be at least 2: the first batch is not timed.')
+flags.register_validator(
+    'warmup_steps', lambda value: value >= 1,
+    '--warmup_steps must be at least 1: the first step builds the graph.')
+FLAGS = flags.FLAGS
+
+
+def _runner_args(model_dir):
+  params = list(FLAGS.gin_param)
+  if FLAGS.data_dir:
+    params.append(f'DATA_DIR = {FLAGS.data_dir!r}')
+  args = [f'--gin_file={f}' for f in FLAGS.gin_file]
+  args += [f'--gin_param={p}' for p in params]
+  args += [f'--model_dir={model_dir}', f'--train_steps={FLAGS.train_steps}',
+           f'--warmup_steps={FLAGS.warmup_steps}',
+           f'--input_batches={FLAGS.input_batches}']
+  if FLAGS.eval_batches:
+    args.append(f'--eval_batches={FLAGS.eval_batches}')
+  if FLAGS.peer_train_mean_iou:
+    args.append('--peer_train_mean_iou')
+  return args
+
+
+def _measure_trainers(work_dir):
+  trainers = report.TRAINERS if FLAGS.peer else report.TRAINERS[:1]
+  runs = {trainer: [] for trainer in trainers}
+  for repeat in range(FLAGS.repeats):
+    for trainer in trainers:
+      model_dir = os.path.join(work_dir, f'{trainer}-{repeat}')
+      print(f'Running {trainer} ({repeat + 1}/{FLAGS.repeats}) in {model_dir}',
+            flush=True)
+      runs[trainer].append(report.run_trainer(trainer,
+                                              _runner_args(model_dir)))
+  return [report.median_result(runs[trainer]) for trainer in trainers]
+
+
+def main(argv):
+  del argv  # Unused.
+  peaks = {'float32': measure.matmul_peak_gflops(tf.float32),
+           'mixed_bfloat16': measure.matmul_peak_gflops(tf.bfloat16)}
+  # Each run's model dir goes under --model_dir.
+  work_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix='benchmark-')
+  results = [report.add_derived(r, peaks) for r in _measure_trainers(work_dir)]
+  ratio = report.ratios(*results) if len(results) == 2 else None
+  line = {
+      'date': datetime.datetime.now().isoformat(timespec='seconds'),
+      'command': ' '.join(sys.argv),
+      'machine': report.machine(),
+      'matmul_peak_gflops': peaks,
+      'results': results,
+      'ratio': ratio,
+  }
+  print(report.table(results, ratio))
+  print(f"Matmul peak: {peaks['float32']:.0f} GFLOP/s float32, "
+        f"{peaks['mixed_bfloat16']:.0f} bfloat16")
+  print(json.dumps(line, sort_keys=True))
+  if FLAGS.output:
+    with open(FLAGS.output, 'a') as stream:
+      stream.write(json.dumps(line, sort_keys=True) + '\n')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,40 @@
+"""Prints where an experiment's training step spends its time, by op type.
+
+  python tools/profile_step.py \
+    --gin_file=gin/experiments/benchmark_r50_deeplabv3plus.gin \
+    [--gin_file=gin/platforms/bfloat16.gin] [--gin_param=...]
+
+Builds the step as train_and_eval does (input pipeline, model, loss,
+gradients, update), runs it a few times, then traces steps with
+TensorFlow's step statistics and sums the time of each op type.
+"""
+
+import tempfile
+
+from absl import app
+from absl import flags
+import gin
+
+from official_seg.benchmark import profile
+from official_seg.runtime import gin_config
+
+flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
+flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+flags.DEFINE_integer('warmup_steps', 3, 'Steps run before tracing.')
+flags.DEFINE_integer('traced_steps', 2, 'Steps traced and averaged.')
+flags.DEFINE_integer('top', 15, 'Op types listed.')
+flags.mark_flag_as_required('gin_file')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv  # Unused.
+  gin_config.parse(FLAGS.gin_file, FLAGS.gin_param)
+  seconds = profile.profile(gin.query_parameter('%TRAIN_BATCH_SIZE'),
+                            tempfile.mkdtemp(prefix='profile-'),
+                            FLAGS.warmup_steps, FLAGS.traced_steps)
+  print(profile.table(seconds, FLAGS.top))
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -60,14 +60,12 @@ class TpuPlatformTest(tf.test.TestCase):
         'segmentation_model/segmentation_head/segmentation_output/kernel'],
                      tf.float32)
 
-  def test_model_fn_computes_in_bfloat16_and_restores_the_policy(self):
-    _parse(self.data_dir, 'tpu.gin')
-    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+  def _assert_bfloat16_step(self, model_fn, config, params):
+    """A training step of `model_fn`: bfloat16 convolutions, float32 loss."""
     with tf.Graph().as_default() as graph:
-      spec = tpu_estimator.tpu_model_fn(
-          {'image': tf.zeros([2, 33, 33, 3])},
-          tf.zeros([2, 33, 33, 1], tf.int32), tf.estimator.ModeKeys.TRAIN,
-          {'use_tpu': False, 'batch_size': 2}, config)
+      spec = model_fn({'image': tf.zeros([2, 33, 33, 3])},
+                      tf.zeros([2, 33, 33, 1], tf.int32),
+                      tf.estimator.ModeKeys.TRAIN, params, config)
     convolutions = [op for op in graph.get_operations()
                     if op.type in ('Conv2D', 'DepthwiseConv2dNative')]
     self.assertNotEmpty(convolutions)
@@ -76,23 +74,19 @@ class TpuPlatformTest(tf.test.TestCase):
     self.assertEqual(spec.loss.dtype, tf.float32)
     self.assertEqual(tf.keras.mixed_precision.global_policy().name, 'float32')
 
+  def test_model_fn_computes_in_bfloat16_and_restores_the_policy(self):
+    _parse(self.data_dir, 'tpu.gin')
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    self._assert_bfloat16_step(tpu_estimator.tpu_model_fn, config,
+                               {'use_tpu': False, 'batch_size': 2})
+
   def test_bfloat16_with_a_one_device_estimator(self):
     _parse(self.data_dir, 'bfloat16.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     estimator, _, _ = run_config_lib.build_estimator(config)
     self.assertIsInstance(estimator, tf.estimator.Estimator)
-    with tf.Graph().as_default() as graph:
-      spec = run_config_lib.estimator_model_fn(
-          {'image': tf.zeros([2, 33, 33, 3])},
-          tf.zeros([2, 33, 33, 1], tf.int32), tf.estimator.ModeKeys.TRAIN,
-          {'use_tpu': False}, config)
-    convolutions = [op for op in graph.get_operations()
-                    if op.type in ('Conv2D', 'DepthwiseConv2dNative')]
-    self.assertNotEmpty(convolutions)
-    self.assertTrue(all(op.get_attr('T') == tf.bfloat16
-                        for op in convolutions))
-    self.assertEqual(spec.loss.dtype, tf.float32)
-    self.assertEqual(tf.keras.mixed_precision.global_policy().name, 'float32')
+    self._assert_bfloat16_step(run_config_lib.estimator_model_fn, config,
+                               {'use_tpu': False})
 
   def test_mixed_precision_with_a_strategy_names_both_bindings(self):
     _parse(self.data_dir, 'bfloat16.gin')

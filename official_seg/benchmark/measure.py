@@ -42,7 +42,7 @@ def _called_graph(graph, op):
 
 
 def _op_flops(graph, op):
-  """FLOPs of one op: (flops, counted) where counted is False if unknown."""
+  """FLOPs of one op and what it could not count: (flops, unknown ops)."""
   if op.type in _CALL_OPS:
     called = _called_graph(graph, op)
     return graph_flops_and_unknown(called) if called else (0, 0)

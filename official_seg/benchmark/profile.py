@@ -6,8 +6,6 @@ import tensorflow as tf
 
 from official_seg.data import input_fn as input_lib
 from official_seg.runtime import run_config as run_config_lib
-from official_seg.runtime import tpu_estimator
-from official_seg.training import model_fn as model_fn_lib
 
 
 def op_type(node_stats):
@@ -46,16 +44,18 @@ def train_op(batch_size, model_dir):
     model_dir: str, where the step's summaries would go.
 
   Returns:
-    The train op, fed by the experiment's training input pipeline.
+    (train op, fed by the experiment's training input pipeline; the run
+    config's session config, or None).
   """
   dataset = input_lib.make_input_fn(is_training=True)(
       {'batch_size': batch_size})
   features, labels = tf.compat.v1.data.make_one_shot_iterator(
       dataset).get_next()
   config = run_config_lib.build_run_config(model_dir)
-  with tpu_estimator.keras_policy(tpu_estimator.mixed_precision_policy()):
-    spec = model_fn_lib.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
-                                 {'use_tpu': False}, config)
+  # The Estimator's own model_fn: the same dtype policy and step as training.
+  spec = run_config_lib.estimator_model_fn(
+      features, labels, tf.estimator.ModeKeys.TRAIN, {'use_tpu': False},
+      config)
   return spec.train_op, config.session_config
 
 

@@ -136,9 +136,10 @@ class ReliabilityTest(tf.test.TestCase):
                      os.path.join(self.model_dir, 'model.ckpt-2'))
 
   def test_label_value_of_no_class_names_the_example(self):
-    # The synthetic data has classes 0-3: declaring 3 classes makes 3 invalid.
+    # Every synthetic image has at least one shape (class 1-3): declaring
+    # background only makes every image invalid, whichever ones are read.
     failed = _run(self.model_dir, self._bindings(2, [
-        'NUM_CLASSES = 3', "CLASS_NAMES = ['background', 'disk', 'box']"]),
+        'NUM_CLASSES = 1', "CLASS_NAMES = ['background']"]),
                   mode='train')
     self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
     self.assertRegex(failed.stderr,

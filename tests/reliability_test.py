@@ -9,7 +9,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-import testing_utils
+from tests import testing_utils
 
 _TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
 

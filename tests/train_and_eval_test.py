@@ -7,7 +7,7 @@ import subprocess
 
 import tensorflow as tf
 
-import testing_utils
+from tests import testing_utils
 
 _REPO = testing_utils.REPO
 

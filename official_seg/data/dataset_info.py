@@ -1,71 +1,62 @@
-"""What the dataset tools need to know of a dataset: from its gin macros or flags."""
+"""The one description of a dataset: classes, ignore label, palette, splits, sizes."""
 
-import collections
+import dataclasses
+from typing import Any, Dict, Optional, Sequence
 
 import gin
 
-from official_seg.runtime import gin_config
 
-# class_names: tuple of num_classes str; split_sizes: dict of split name to
-# its expected number of images (may be empty); data_dir, train_split and
-# eval_split: None when not known.
-DatasetInfo = collections.namedtuple('DatasetInfo', [
-    'num_classes', 'ignore_label', 'class_names', 'split_sizes', 'data_dir',
-    'train_split', 'eval_split'])
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+  """Facts of one dataset, bound once in gin and handed to whoever needs them.
 
+  `gin/datasets/dataset.gin` binds every field from the dataset macros
+  (NUM_CLASSES, CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, EVAL_SPLIT,
+  SPLIT_SIZES); a dataset file may bind `DatasetInfo.palette` directly.
+  Nothing else binds these values: the input pipeline, the model, the loss,
+  the metrics and the exports all take them from this object.
 
-def make_info(num_classes, ignore_label=255, class_names=None,
-              split_sizes=None, data_dir=None, train_split=None,
-              eval_split=None):
-  """Builds a `DatasetInfo`; class names default to class_0, class_1, ...
-
-  Raises:
-    ValueError: the class names do not number `num_classes`, or the labels
-      cannot be stored in 8-bit PNGs.
+  Attributes:
+    num_classes: int, classes including background.
+    class_names: `num_classes` str; default class_0, class_1, ...
+    ignore_label: int, the label value that counts nowhere.
+    palette: None (DeepLab's PASCAL colour map), the name of a shipped
+      palette ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic'), or a list
+      of [r, g, b] per class.
+    data_dir: str or None, the folder of the TFRecord shards.
+    train_split: str or None, the split training reads.
+    eval_split: str or None, the split evaluation reads.
+    split_sizes: dict of split name to its expected number of images; the
+      dataset tools note a split of another size.
   """
-  names = tuple(class_names or (f'class_{i}' for i in range(num_classes)))
-  if len(names) != num_classes:
-    raise ValueError(f'CLASS_NAMES has {len(names)} names but NUM_CLASSES is '
-                     f'{num_classes}; give one name per class.')
-  if not 0 <= ignore_label <= 255 or num_classes > 256:
-    raise ValueError(
-        f'NUM_CLASSES={num_classes}, IGNORE_LABEL={ignore_label}: labels are '
-        '8-bit PNGs, so classes and the ignore label must lie in 0-255.')
-  return DatasetInfo(num_classes, ignore_label, names, dict(split_sizes or {}),
-                     data_dir, train_split, eval_split)
 
+  num_classes: int = gin.REQUIRED
+  class_names: Optional[Sequence[str]] = None
+  ignore_label: int = 255
+  palette: Any = None
+  data_dir: Optional[str] = None
+  train_split: Optional[str] = None
+  eval_split: Optional[str] = None
+  split_sizes: Optional[Dict[str, int]] = None
 
-def _macro(name, default=None):
-  try:
-    return gin.query_parameter(f'%{name}')
-  except ValueError:
-    return default
+  def __post_init__(self):
+    """Fills defaults and checks the facts agree.
 
-
-def from_gin(gin_files, gin_params=()):
-  """Reads the dataset macros of gin files (an experiment or a dataset file).
-
-  This replaces the process's gin config (it is cleared first), as the tools
-  that call it own their process.
-
-  Args:
-    gin_files: list of gin files, as for `gin_config.parse`.
-    gin_params: list of binding strings applied after the files.
-
-  Returns:
-    A `DatasetInfo` from NUM_CLASSES, IGNORE_LABEL, CLASS_NAMES and, when
-    bound, SPLIT_SIZES, DATA_DIR, TRAIN_SPLIT and EVAL_SPLIT.
-
-  Raises:
-    ValueError: NUM_CLASSES is not bound by the files; the message names them.
-  """
-  gin.clear_config()
-  gin_config.parse(gin_files, list(gin_params), finalize=False)
-  num_classes = _macro('NUM_CLASSES')
-  if num_classes is None:
-    raise ValueError(f'The gin files {gin_files} do not set NUM_CLASSES; '
-                     'include a dataset file such as datasets/pascal_voc.gin.')
-  return make_info(num_classes, _macro('IGNORE_LABEL', 255),
-                   _macro('CLASS_NAMES'), _macro('SPLIT_SIZES'),
-                   _macro('DATA_DIR'), _macro('TRAIN_SPLIT'),
-                   _macro('EVAL_SPLIT'))
+    Raises:
+      ValueError: the class names do not number `num_classes`, or the labels
+        cannot be stored in 8-bit PNGs.
+    """
+    names = tuple(self.class_names or
+                  (f'class_{i}' for i in range(self.num_classes)))
+    if len(names) != self.num_classes:
+      raise ValueError(f'CLASS_NAMES has {len(names)} names but NUM_CLASSES '
+                       f'is {self.num_classes}; give one name per class.')
+    if not 0 <= self.ignore_label <= 255 or not 0 < self.num_classes <= 256:
+      raise ValueError(
+          f'NUM_CLASSES={self.num_classes}, IGNORE_LABEL={self.ignore_label}: '
+          'labels are 8-bit PNGs, so classes and the ignore label must lie '
+          'in 0-255.')
+    # Frozen: the dataclass's own way to set fields in __post_init__.
+    object.__setattr__(self, 'class_names', names)
+    object.__setattr__(self, 'split_sizes', dict(self.split_sizes or {}))

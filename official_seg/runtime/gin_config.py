@@ -1,12 +1,17 @@
-"""Finding and parsing gin files: the package's own and the user's."""
+"""The one way to read gin: find and parse files, and read back a binding.
+
+Configurables are registered by the gin files themselves: each shipped file
+starts with `import official_seg...` lines naming the modules it binds, so
+parsing a dataset file loads the data package alone, and no caller has to
+import modules for their side effects first.
+"""
 
 import logging
 import os
 
 import gin
 
-# Registers every configurable before any file is parsed.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
+from official_seg.data import dataset_info
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -71,3 +76,62 @@ def parse(gin_files, gin_params, finalize=True):
   files = [resolve_gin_file(path) for path in gin_files]
   gin.parse_config_files_and_bindings(files, gin_params,
                                       finalize_config=finalize)
+
+
+_UNBOUND = object()
+
+
+def binding(selector, scope=None, default=_UNBOUND):
+  """The value `configurable.parameter` receives when called in `scope`.
+
+  For tools and reports that must show a setting; library code takes its
+  settings as arguments instead. Macros and references are resolved, and
+  unscoped bindings are inherited, exactly as when the configurable runs.
+
+  Args:
+    selector: str, e.g. 'build_estimator.train_batch_size'.
+    scope: optional gin scope, e.g. 'eval'.
+    default: returned when nothing is bound; without it that is an error.
+
+  Returns:
+    The bound value.
+
+  Raises:
+    ValueError: nothing binds `selector` and no default is given; the
+      message names the binding.
+  """
+  configurable, _, parameter = selector.rpartition('.')
+  name = f'{scope}/{configurable}' if scope else configurable
+  try:
+    bindings = gin.get_bindings(name)
+  except ValueError:  # The configurable is not registered.
+    bindings = {}
+  if parameter in bindings:
+    return bindings[parameter]
+  if default is not _UNBOUND:
+    return default
+  raise ValueError(f'No gin binding sets {name}.{parameter}; bind it in a gin '
+                   'file or with --gin_param.')
+
+
+def read_dataset(gin_files, gin_params=()):
+  """Parses a dataset's gin files (not locked) and builds its `DatasetInfo`.
+
+  Args:
+    gin_files: list of paths: a dataset file, or an experiment that
+      includes one; `datasets/dataset.gin` is parsed first.
+    gin_params: list of binding strings applied after the files.
+
+  Returns:
+    The `dataset_info.DatasetInfo`.
+
+  Raises:
+    ValueError: the files do not set NUM_CLASSES; the message names them.
+  """
+  parse(['datasets/dataset.gin'] + list(gin_files), list(gin_params),
+        finalize=False)
+  if binding('DatasetInfo.num_classes', default=None) is None:
+    raise ValueError(f'The gin files {list(gin_files)} do not set '
+                     'NUM_CLASSES; include a dataset file such as '
+                     'datasets/pascal_voc.gin.')
+  return dataset_info.DatasetInfo()

@@ -11,7 +11,7 @@ from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.runtime import gin_config
-import testing_utils
+from tests import testing_utils
 
 
 def _signatures(dataset):

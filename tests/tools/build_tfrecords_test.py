@@ -13,8 +13,9 @@ from official_seg.data import convert
 from official_seg.data import dataset_info
 from official_seg.data import layouts
 from official_seg.data import tfexample
+from tests import testing_utils
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = testing_utils.REPO
 # VOC's colour map for the indices used here: the palette colour of index 1
 # is dark red, whose grey value (38) is no class, so reading RGB would fail.
 _VOC_COLOURS = {0: (0, 0, 0), 1: (128, 0, 0), 2: (0, 128, 0), 15: (192, 128, 128),

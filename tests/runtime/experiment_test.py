@@ -9,7 +9,7 @@ import tensorflow as tf
 from official_seg.data import tfexample
 from official_seg.runtime import experiment
 from official_seg.runtime import run_config as run_config_lib
-import testing_utils
+from tests import testing_utils
 
 IGNORE = 255
 

@@ -17,7 +17,7 @@ from official_seg.benchmark import peer_config as peer_config_lib
 from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.runtime import gin_config
-import testing_utils
+from tests import testing_utils
 
 NUM_CLASSES = 4
 IGNORE_LABEL = 255

@@ -21,7 +21,7 @@ from official_seg.export import saved_model
 from official_seg.export import signatures
 from official_seg.runtime import experiment
 from official_seg.runtime import run_config as run_config_lib
-import testing_utils
+from tests import testing_utils
 
 # A learning rate of 0 keeps the seeded initial weights, whose label maps mix
 # classes, so a preprocessing difference shows in the comparison.

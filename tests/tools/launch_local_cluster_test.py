@@ -15,9 +15,9 @@ import tempfile
 
 import tensorflow as tf
 
-import testing_utils
+from tests import testing_utils
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = testing_utils.REPO
 _LAUNCHER = os.path.join(_REPO, 'tools', 'launch_local_cluster.py')
 # The launcher stops its cluster after _CLUSTER_SECS; the test stops the
 # launcher (and, failing that, every task it started) after _TEST_SECS.

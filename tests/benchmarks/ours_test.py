@@ -10,7 +10,7 @@ from official_seg.benchmark import measure
 from official_seg.benchmark import ours
 from official_seg.benchmark import profile
 from official_seg.benchmark import report
-import testing_utils
+from tests import testing_utils
 
 
 def _conv_graph():

@@ -14,9 +14,9 @@ from official_seg.modeling import model as model_lib
 from official_seg.runtime import dry_run
 from official_seg.runtime import gin_config
 from official_seg.training import model_fn as model_fn_lib
-import testing_utils
+from tests import testing_utils
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = testing_utils.REPO
 
 
 def _trainable_parameters():

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.runtime import run_config as run_config_lib
-import testing_utils
+from tests import testing_utils
 
 
 class ModelFnTest(tf.test.TestCase, parameterized.TestCase):

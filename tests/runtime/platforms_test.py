@@ -13,7 +13,7 @@ from official_seg.runtime import cluster
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
-import testing_utils
+from tests import testing_utils
 
 _TWO_CPUS = "tf.distribute.MirroredStrategy.devices = ['/cpu:0', '/cpu:1']"
 

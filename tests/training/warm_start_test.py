@@ -17,7 +17,7 @@ from official_seg.data import tfexample
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
-import testing_utils
+from tests import testing_utils
 
 FIVE_CLASSES = ['NUM_CLASSES = 5', "CLASS_NAMES = ['a', 'b', 'c', 'd', 'e']"]
 THREE_CLASSES = ['NUM_CLASSES = 3', "CLASS_NAMES = ['a', 'b', 'c']"]

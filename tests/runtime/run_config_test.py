@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import model_fn as model_fn_lib
-import testing_utils
+from tests import testing_utils
 
 
 class RunConfigTest(tf.test.TestCase, parameterized.TestCase):

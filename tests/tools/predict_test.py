@@ -15,9 +15,9 @@ from official_seg.evaluation import visualize
 from official_seg.export import predictor
 from official_seg.export import saved_model
 from official_seg.export import signatures
+from tests import testing_utils
 
-_TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))), 'tools', 'predict.py')
+_TOOL = os.path.join(testing_utils.REPO, 'tools', 'predict.py')
 _SPEC = importlib.util.spec_from_file_location('predict_tool', _TOOL)
 predict_tool = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(predict_tool)

@@ -31,13 +31,6 @@ class CorruptDataError(OSError):
   """Shards whose records fail their checksums; the message names them."""
 
 
-def split_shards(is_training):
-  """The shards that the train or eval input_fn reads, per its gin bindings."""
-  scope = 'train' if is_training else 'eval'
-  bindings = gin.get_bindings(f'{scope}/build_dataset')
-  return list_shards(bindings['data_dir'], bindings['split'])
-
-
 def find_corrupt_shards(files):
   """Reads every record of each file; returns [(path, error message)].
 
@@ -53,17 +46,20 @@ def find_corrupt_shards(files):
   return corrupt
 
 
-def explain_data_loss(error):
-  """A `CorruptDataError` naming the corrupt shards of both splits.
+def explain_data_loss(error, data_dir, splits):
+  """A `CorruptDataError` naming the corrupt shards of the run's splits.
 
   Args:
     error: the `tf.errors.DataLossError` that stopped a run.
+    data_dir: str, the folder of the shards.
+    splits: the split names the run reads.
 
   Returns:
     A `CorruptDataError`, or `error` itself when no shard is corrupt (the
     loss was elsewhere, e.g. in a checkpoint).
   """
-  files = sorted(set(split_shards(True)) | set(split_shards(False)))
+  files = sorted({path for split in set(splits)
+                  for path in list_shards(data_dir, split)})
   corrupt = find_corrupt_shards(files)
   if not corrupt:
     return error
@@ -195,13 +191,13 @@ def _read_records(files, input_context, is_training, repeat, cycle_length,
   return dataset
 
 
-@gin.configurable(denylist=['batch_size', 'is_training', 'input_context'])
+@gin.configurable(denylist=['batch_size', 'parser', 'data_dir', 'split',
+                            'input_context'])
 def build_dataset(batch_size,
-                  is_training,
+                  parser,
+                  data_dir,
+                  split,
                   input_context=None,
-                  data_dir=gin.REQUIRED,
-                  split=gin.REQUIRED,
-                  ignore_label=gin.REQUIRED,
                   shuffle_buffer_size=256,
                   cycle_length=8,
                   seed=None,
@@ -212,13 +208,13 @@ def build_dataset(batch_size,
 
   Args:
     batch_size: int, examples per call (the per-replica or per-host batch).
-    is_training: bool; training repeats, shuffles and augments, evaluation
-      reads each example exactly once and pads the last batch.
-    input_context: optional `tf.distribute.InputContext`; each input pipeline
-      reads its own shards (see `pipeline_shards`).
+    parser: a `preprocess.Parser`; a training parser makes a training
+      dataset: it repeats, shuffles and augments, while evaluation reads
+      each example exactly once and pads the last batch.
     data_dir: str, folder holding `<split>-NNNNN-of-NNNNN.tfrecord` shards.
     split: str, the split name.
-    ignore_label: int, label value that counts nowhere.
+    input_context: optional `tf.distribute.InputContext`; each input pipeline
+      reads its own shards (see `pipeline_shards`).
     shuffle_buffer_size: int, examples in the shuffle buffer (training).
     cycle_length: int, shards read in parallel.
     seed: optional int; makes training reproducible: the same seed gives the
@@ -239,6 +235,7 @@ def build_dataset(batch_size,
   Raises:
     FileNotFoundError: no shard of the split exists in `data_dir`.
   """
+  is_training = parser.is_training
   deterministic = not is_training or seed is not None
   records = _read_records(list_shards(data_dir, split), input_context,
                           is_training, is_training and not cache_decoded,
@@ -246,7 +243,6 @@ def build_dataset(batch_size,
   if is_training and not cache_decoded:
     records = records.shuffle(shuffle_buffer_size, seed=seed)
   decoder = tfexample.Decoder()
-  parser = preprocess.Parser(is_training=is_training)
   if skip_corrupt or cache_decoded:
     examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
                         cache_filename, f"split {split!r} of {data_dir}")
@@ -263,7 +259,7 @@ def build_dataset(batch_size,
   dataset = dataset.batch(batch_size, drop_remainder=is_training)
   if not is_training:
     dataset = dataset.map(
-        lambda f, l: pad_batch(f, l, batch_size, ignore_label))
+        lambda f, l: pad_batch(f, l, batch_size, parser.ignore_label))
   return dataset.prefetch(AUTOTUNE)
 
 
@@ -293,17 +289,42 @@ def _parse_all(examples, parse, seed, input_context, deterministic):
       num_parallel_calls=AUTOTUNE)
 
 
-def make_input_fn(is_training):
+def make_parser(is_training, dataset):
+  """The training or evaluation `Parser` of a dataset.
+
+  Built inside the `train/` or `eval/` gin scope, so the two parsers take
+  their own crop size and augmentation; the dataset's class count and
+  ignore label are passed in, never bound in gin.
+
+  Args:
+    is_training: bool.
+    dataset: a `dataset_info.DatasetInfo`.
+
+  Returns:
+    A `preprocess.Parser`.
+  """
+  with gin.config_scope('train' if is_training else 'eval'):
+    return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
+                             num_classes=dataset.num_classes)
+
+
+def make_input_fn(parser, data_dir, split):
   """Returns an input_fn that follows the TPUEstimator contract.
 
   The returned function reads `params['batch_size']` as the batch of one call
-  and builds the dataset inside the `train/` or `eval/` gin scope, so the two
-  pipelines are configured separately (split, crop size, augmentation).
+  and builds the dataset inside the `train/` or `eval/` gin scope (the
+  parser's), so the two pipelines are configured separately.
+
+  Args:
+    parser: a `preprocess.Parser` (see `make_parser`).
+    data_dir: str, the folder of the shards.
+    split: str, the split to read.
   """
-  scope = 'train' if is_training else 'eval'
+  scope = 'train' if parser.is_training else 'eval'
 
   def input_fn(params, input_context=None):
     with gin.config_scope(scope):
-      return build_dataset(params['batch_size'], is_training, input_context)
+      return build_dataset(params['batch_size'], parser, data_dir, split,
+                           input_context)
 
   return input_fn

@@ -106,8 +106,24 @@ def write_shards(examples, output_dir, split, num_shards):
 _PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
 
-def _is_png(encoded):
+def is_png(encoded):
+  """bool scalar: the bytes start with the PNG signature."""
   return tf.equal(tf.strings.substr(encoded, 0, 8), _PNG_MAGIC)
+
+
+def decode_rgb(encoded):
+  """Decodes JPEG or PNG bytes as evaluation and serving both do.
+
+  decode_image handles JPEG and PNG alike; expand_animations=False keeps
+  the rank static at 3, which the rest of the pipeline relies on.
+
+  Args:
+    encoded: scalar string, JPEG or PNG bytes.
+
+  Returns:
+    uint8 [H, W, 3].
+  """
+  return tf.io.decode_image(encoded, channels=3, expand_animations=False)
 
 
 def _assert_with_filename(condition, filename, message):
@@ -133,9 +149,9 @@ class Decoder:
     image, label = values[IMAGE_ENCODED], values[LABEL_ENCODED]
     checks = [
         _assert_with_filename(
-            tf.logical_or(tf.io.is_jpeg(image), _is_png(image)), filename,
+            tf.logical_or(tf.io.is_jpeg(image), is_png(image)), filename,
             f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
-        _assert_with_filename(_is_png(label), filename,
+        _assert_with_filename(is_png(label), filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
     with tf.control_dependencies(checks):
@@ -160,10 +176,7 @@ class Decoder:
         names the example's filename.
     """
     image_bytes, label_bytes, filename = self._checked_inputs(serialized)
-    # decode_image handles JPEG and PNG alike; expand_animations=False keeps
-    # the rank static at 3, which the rest of the pipeline relies on.
-    image = tf.io.decode_image(image_bytes, channels=3,
-                               expand_animations=False)
+    image = decode_rgb(image_bytes)
     label = tf.io.decode_png(label_bytes, channels=1)
     image_size = tf.shape(image)[:2]
     check = tf.debugging.Assert(

@@ -1,103 +1,70 @@
 """SavedModel export: the serving receiver, --mode=export, and exporters."""
 
-import inspect
+import collections
 import json
 import os
 import uuid
 
 import gin
 import tensorflow as tf
-from official.vision.ops import preprocess_ops
 
-from official_seg.data import preprocess
+from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
 from official_seg.export import signatures
-from official_seg.runtime import run_config
-from official_seg.training import model_fn as model_fn_lib
 
 EXPORT_DIR = 'export'
 # Written into each SavedModel's assets.extra/: what a client needs to read
 # its label maps (class names, ignore label, palette).
 METADATA_FILE = 'segmentation.json'
-_PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+# What every export needs: `estimator` restores checkpoints into the serving
+# graph (a plain Estimator, also for a TPUEstimator run), `receiver_fn` is
+# `serving_input_receiver_fn(parser)`, `dataset` a `DatasetInfo`.
+Serving = collections.namedtuple('Serving', 'estimator receiver_fn dataset')
 
 
-def eval_parser_arguments():
-  """The eval Parser's constructor arguments, as the eval pipeline gets them.
-
-  Serving must preprocess exactly like evaluation, and the Parser keeps its
-  settings private, so this resolves the same gin bindings (`eval/Parser`,
-  inheriting unscoped `Parser` ones) over the constructor's defaults.
-
-  Returns:
-    dict of argument name to value (crop_size, mean_rgb, stddev_rgb,
-    min_resize_value, ...).
-
-  Raises:
-    ValueError: eval/Parser.crop_size is not bound.
-  """
-  arguments = {name: parameter.default for name, parameter
-               in inspect.signature(preprocess.Parser).parameters.items()}
-  arguments.update(gin.get_bindings('eval/Parser'))
-  if arguments['crop_size'] is gin.REQUIRED:
-    raise ValueError('eval/Parser.crop_size is not bound; export pads images '
-                     'to it. Set EVAL_CROP_SIZE in the dataset gin file.')
-  return arguments
-
-
-def _decode_one(encoded, index, resize):
-  """Decodes input `index` of a batch to float32 pixels, resized like eval.
+def _decode_one(encoded, index, parser):
+  """Decodes input `index` of a batch and preprocesses it as evaluation does.
 
   Args:
     encoded: scalar string, the input's bytes.
     index: scalar int32, its index in the batch, for the error message.
-    resize: the eval Parser's (min_resize_value, max_resize_value,
-      resize_factor).
+    parser: the eval `preprocess.Parser`.
 
   Returns:
-    (pixels float32 ragged [h, (w), 3], size int32 [2] of the pixels,
-     original size int32 [2] of the decoded image).
+    (image float32 ragged [h, (w), 3], normalized as the eval parser does;
+     size int32 [2] of that image; original size int32 [2] as decoded).
   """
-  is_png = tf.equal(tf.strings.substr(encoded, 0, len(_PNG_SIGNATURE)),
-                    _PNG_SIGNATURE)
   # decode_image's own error does not say which input of the batch failed.
   check = tf.debugging.Assert(
-      tf.logical_or(tf.io.is_jpeg(encoded), is_png),
+      tf.logical_or(tf.io.is_jpeg(encoded), tfexample.is_png(encoded)),
       [tf.strings.format(
           'input {} of the batch ({} bytes) is not a JPEG or PNG image; '
           'send encoded JPEG or PNG bytes, or use the image_tensor signature '
           'for decoded pixels.', [index, tf.strings.length(encoded)])])
   with tf.control_dependencies([check]):
-    image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
-  original = tf.shape(image)[:2]
-  pixels = tf.cast(image, tf.float32)
-  if resize[0] is not None:
-    # The eval Parser's resize_to_range, on pixels instead of normalized
-    # values: equal up to float rounding, as resizing is linear.
-    size = preprocess.resize_to_range_size(original[0], original[1], *resize)
-    pixels = tf.compat.v1.image.resize_bilinear(pixels[None], size,
-                                                align_corners=True)[0]
-  return (tf.RaggedTensor.from_tensor(pixels, ragged_rank=1),
-          tf.shape(pixels)[:2], original)
+    decoded = tfexample.decode_rgb(encoded)
+  image = parser.serving_image(decoded)
+  return (tf.RaggedTensor.from_tensor(image, ragged_rank=1),
+          tf.shape(image)[:2], tf.shape(decoded)[:2])
 
 
-def decode_images(encoded, crop_size, mean_rgb, resize=(None, None, None)):
-  """Decodes a batch of encoded images into one padded batch of pixels.
+def decode_images(encoded, parser):
+  """Decodes a batch of encoded images into one padded, normalized batch.
 
-  Each image sits in the top-left corner and is padded with `mean_rgb`, which
-  normalizes to 0: exactly the eval Parser's padding.
+  Each image is preprocessed by the eval parser's own `serving_image` and
+  sits in the top-left corner, padded with 0 (the mean pixel once
+  normalized): exactly the eval parser's output for that image.
 
   Args:
     encoded: string [B], JPEG or PNG bytes.
-    crop_size: (height, width), the least padded size (EVAL_CROP_SIZE); a
-      batch with a larger image is padded to its largest height and width.
-    mean_rgb: 3 floats, the eval Parser's mean pixel.
-    resize: the eval Parser's (min_resize_value, max_resize_value,
-      resize_factor); (None, ...) keeps decoded sizes.
+    parser: the eval `preprocess.Parser`; its crop size is the least padded
+      size, and a batch with a larger image is padded to its largest height
+      and width.
 
   Returns:
-    (pixels float32 [B, H, W, 3] in [0, 255], sizes int32 [B, 2] of each
-    image in `pixels`, original_sizes int32 [B, 2] as decoded).
+    (images float32 [B, H, W, 3] normalized, sizes int32 [B, 2] of each
+    image in `images`, original_sizes int32 [B, 2] as decoded).
 
   Raises:
     tf.errors.InvalidArgumentError: at run time, an input is not a JPEG or
@@ -105,43 +72,56 @@ def decode_images(encoded, crop_size, mean_rgb, resize=(None, None, None)):
   """
   index = tf.range(tf.shape(encoded)[0])
   images, sizes, original_sizes = tf.map_fn(
-      lambda args: _decode_one(*args, resize), (encoded, index),
+      lambda args: _decode_one(*args, parser), (encoded, index),
       fn_output_signature=(
           tf.RaggedTensorSpec([None, None, 3], tf.float32, ragged_rank=1),
           tf.TensorSpec([2], tf.int32), tf.TensorSpec([2], tf.int32)))
-  padded = tf.maximum(tf.constant(crop_size, tf.int32),
+  padded = tf.maximum(tf.constant(parser.crop_size, tf.int32),
                       tf.reduce_max(sizes, axis=0))
-  pixels = images.to_tensor(
-      default_value=tf.constant(mean_rgb, tf.float32),
+  images = images.to_tensor(
+      default_value=0.0,
       shape=tf.stack([tf.shape(encoded)[0], padded[0], padded[1], 3]))
-  return pixels, sizes, original_sizes
+  return images, sizes, original_sizes
 
 
-def serving_input_receiver_fn():
-  """The serving input receiver fn; it preprocesses like the eval Parser.
+def _pixels_features(pixels, parser):
+  """The image_tensor alternative: float pixels normalized, sizes as given."""
+  shape = tf.shape(pixels)
+  rows = tf.reshape(pixels, [shape[0] * shape[1], shape[2], 3])
+  images = tf.reshape(parser.normalize(rows), shape)
+  sizes = tf.tile(shape[None, 1:3], [shape[0], 1])
+  return images, sizes, sizes
+
+
+def serving_input_receiver_fn(parser):
+  """The serving input receiver fn; it preprocesses with the eval parser.
 
   Signatures (see `signatures`): `serving_default` and `probabilities` take
-  'images' string [B] of encoded JPEG or PNG; `image_tensor:probabilities`
-  takes 'images' float32 [B, H, W, 3], RGB pixels in [0, 255], run as they
-  are (no padding or resize).
+  'images' string [B] of encoded JPEG or PNG, preprocessed by the eval
+  parser itself; `image_tensor:probabilities` takes 'images' float32
+  [B, H, W, 3], RGB pixels in [0, 255], normalized by the eval parser and
+  run as they are (no padding or resize).
+
+  Args:
+    parser: the eval `preprocess.Parser` (the one evaluation reads with).
 
   Returns:
     A function of no arguments returning a `ServingInputReceiver`.
   """
-  arguments = eval_parser_arguments()
-  resize = (arguments['min_resize_value'], arguments['max_resize_value'],
-            arguments['resize_factor'])
-
   def receiver_fn():
-    encoded = tf.compat.v1.placeholder(tf.string, [None], 'encoded_images')
-    pixels, sizes, original_sizes = decode_images(
-        encoded, arguments['crop_size'], arguments['mean_rgb'], resize)
-    # Feeding this tensor skips decoding: the image_tensor alternative.
+    # Both inputs default to empty, so each signature feeds only its own;
+    # the cond then runs the decoding only for encoded images.
+    encoded = tf.compat.v1.placeholder_with_default(
+        tf.zeros([0], tf.string), [None], name='encoded_images')
     pixels = tf.compat.v1.placeholder_with_default(
-        pixels, [None, None, None, 3], name=signatures.IMAGE_TENSOR)
+        tf.zeros([0, 0, 0, 3]), [None, None, None, 3],
+        name=signatures.IMAGE_TENSOR)
+    images, sizes, original_sizes = tf.cond(
+        tf.shape(pixels)[0] > 0, lambda: _pixels_features(pixels, parser),
+        lambda: decode_images(encoded, parser))
+    images.set_shape([None, None, None, 3])
     features = {
-        'image': preprocess_ops.normalize_scaled_float_image(
-            pixels, arguments['mean_rgb'], arguments['stddev_rgb']),
+        'image': images,
         'height': sizes[:, 0],
         'width': sizes[:, 1],
         signatures.ORIGINAL_HEIGHT: original_sizes[:, 0],
@@ -155,27 +135,21 @@ def serving_input_receiver_fn():
   return receiver_fn
 
 
-def _palette_macro():
-  """The PALETTE macro when the dataset gin file binds it, else None."""
-  try:
-    return gin.query_parameter('%PALETTE')
-  except ValueError:
-    return None
-
-
-def write_metadata(path):
+def write_metadata(path, dataset):
   """Writes the dataset facts a client of the SavedModel needs, as JSON.
 
   Args:
     path: str, the file to write (atomically).
+    dataset: the `DatasetInfo` of the run.
 
   Returns:
     `path`, holding 'class_names', 'num_classes', 'ignore_label' and
-    'palette' (the PALETTE macro, or null).
+    'palette' (`DatasetInfo.palette`: null, a palette name or colours).
   """
-  task = model_fn_lib.segmentation_task()
-  payload = {'class_names': task.class_names, 'num_classes': task.num_classes,
-             'ignore_label': task.ignore_label, 'palette': _palette_macro()}
+  payload = {'class_names': list(dataset.class_names),
+             'num_classes': dataset.num_classes,
+             'ignore_label': dataset.ignore_label,
+             'palette': dataset.palette}
   tf.io.gfile.makedirs(os.path.dirname(path))
   # A unique temporary name: evaluator and chief may write at once.
   temporary = f'{path}.tmp-{uuid.uuid4().hex}'
@@ -185,29 +159,15 @@ def write_metadata(path):
   return path
 
 
-def serving_estimator(estimator):
-  """The estimator that exports: a plain Estimator in place of a TPUEstimator.
-
-  TPUEstimator's export adds a TPU graph, whose rewrite cannot pass the size
-  features through; the SavedModel is for CPU and GPU serving, and an
-  Estimator with the same model_fn restores the same checkpoint.
-  """
-  if not isinstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator):
-    return estimator
-  return tf.estimator.Estimator(run_config.estimator_model_fn,
-                                config=estimator.config,
-                                params={'use_tpu': False})
-
-
 def _metadata_path(model_dir):
   return os.path.join(model_dir, EXPORT_DIR, METADATA_FILE)
 
 
-def export_checkpoint(estimator, checkpoint_path=None):
+def export_checkpoint(serving, checkpoint_path=None):
   """Exports a checkpoint to `<model_dir>/export/<timestamp>/` (--mode=export).
 
   Args:
-    estimator: the experiment's estimator.
+    serving: a `Serving`.
     checkpoint_path: optional checkpoint; default the latest in model_dir.
 
   Returns:
@@ -216,15 +176,17 @@ def export_checkpoint(estimator, checkpoint_path=None):
   Raises:
     FileNotFoundError: model_dir holds no checkpoint and none was given.
   """
+  estimator = serving.estimator
   checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
   if not checkpoint_path:
     raise FileNotFoundError(
         f'No checkpoint to export in {estimator.model_dir}; train first or '
         'pass --checkpoint.')
-  metadata = write_metadata(_metadata_path(estimator.model_dir))
-  export_dir = serving_estimator(estimator).export_saved_model(
-      os.path.join(estimator.model_dir, EXPORT_DIR),
-      serving_input_receiver_fn(), assets_extra={METADATA_FILE: metadata},
+  metadata = write_metadata(_metadata_path(estimator.model_dir),
+                            serving.dataset)
+  export_dir = estimator.export_saved_model(
+      os.path.join(estimator.model_dir, EXPORT_DIR), serving.receiver_fn,
+      assets_extra={METADATA_FILE: metadata},
       checkpoint_path=checkpoint_path).decode('utf-8')
   tf.compat.v1.logging.info('Exported %s to %s.', checkpoint_path, export_dir)
   return export_dir
@@ -237,17 +199,18 @@ class SavedModelExporter(tf.estimator.Exporter):
   `exports_to_keep` there.
   """
 
-  def __init__(self, name, model_dir, exports_to_keep):
+  def __init__(self, name, serving, exports_to_keep):
     """Initializes the exporter.
 
     Args:
       name: str, the export folder's name.
-      model_dir: str, the estimator's model dir.
+      serving: a `Serving`.
       exports_to_keep: int, newest exports kept in the folder.
     """
-    self._metadata = _metadata_path(model_dir)
+    self._serving = serving
+    self._metadata = _metadata_path(serving.estimator.model_dir)
     self._exporter = tf.estimator.LatestExporter(
-        name, serving_input_receiver_fn(),
+        name, serving.receiver_fn,
         assets_extra={METADATA_FILE: self._metadata},
         exports_to_keep=exports_to_keep)
 
@@ -259,18 +222,19 @@ class SavedModelExporter(tf.estimator.Exporter):
              is_the_final_export):
     # Written here, not at construction: the evaluator that exports may run
     # on another machine than the one that built the EvalSpec.
-    write_metadata(self._metadata)
-    return self._exporter.export(serving_estimator(estimator), export_path,
+    del estimator  # The training one; the serving estimator exports.
+    write_metadata(self._metadata, self._serving.dataset)
+    return self._exporter.export(self._serving.estimator, export_path,
                                  checkpoint_path, eval_result,
                                  is_the_final_export)
 
 
-@gin.configurable(denylist=['model_dir'])
-def make_exporters(model_dir, latest=True, exports_to_keep=2):
+@gin.configurable(denylist=['serving'])
+def make_exporters(serving, latest=True, exports_to_keep=2):
   """The EvalSpec exporters of train_and_eval.
 
   Args:
-    model_dir: str, the estimator's model dir.
+    serving: a `Serving`.
     latest: bool, export after every evaluation to export/latest/.
     exports_to_keep: int, newest exports kept in export/latest/.
 
@@ -279,11 +243,11 @@ def make_exporters(model_dir, latest=True, exports_to_keep=2):
   """
   if not latest:
     return []
-  return [SavedModelExporter('latest', model_dir, exports_to_keep)]
+  return [SavedModelExporter('latest', serving, exports_to_keep)]
 
 
-@gin.configurable(denylist=['estimator'])
-def export_best(estimator, enabled=True, exports_to_keep=2):
+@gin.configurable(denylist=['serving'])
+def export_best(serving, enabled=True, exports_to_keep=2):
   """Exports the checkpoint best/ keeps to `<model_dir>/export/best/`.
 
   The experiment calls it each time best/ takes a new checkpoint, in every
@@ -291,18 +255,19 @@ def export_best(estimator, enabled=True, exports_to_keep=2):
   best/best.json names (exported from best/'s copy).
 
   Args:
-    estimator: the experiment's estimator.
+    serving: a `Serving`.
     enabled: bool; False exports nothing.
     exports_to_keep: int, newest exports kept in export/best/.
 
   Returns:
     str, the SavedModel directory, or None when disabled or before any best.
   """
-  best = best_checkpoint.read_best(estimator.model_dir)
+  model_dir = serving.estimator.model_dir
+  best = best_checkpoint.read_best(model_dir)
   if not enabled or not best:
     return None
-  exporter = SavedModelExporter('best', estimator.model_dir, exports_to_keep)
+  exporter = SavedModelExporter('best', serving, exports_to_keep)
   export_dir = exporter.export(
-      estimator, os.path.join(estimator.model_dir, EXPORT_DIR, exporter.name),
+      serving.estimator, os.path.join(model_dir, EXPORT_DIR, exporter.name),
       best['checkpoint'], eval_result=None, is_the_final_export=False)
   return export_dir.decode('utf-8')

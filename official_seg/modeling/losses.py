@@ -5,10 +5,10 @@ import tensorflow as tf
 from official.vision.losses import segmentation_losses
 
 
-@gin.configurable(denylist=['logits', 'labels'])
+@gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
 def segmentation_loss(logits,
                       labels,
-                      ignore_label=gin.REQUIRED,
+                      ignore_label,
                       class_weights=None,
                       label_smoothing=0.0,
                       top_k_percent_pixels=1.0):
@@ -21,7 +21,8 @@ def segmentation_loss(logits,
   Args:
     logits: float [B, h, w, C].
     labels: int32 [B, H, W, 1].
-    ignore_label: int, label value excluded from loss and gradient.
+    ignore_label: int, label value excluded from loss and gradient (the
+      dataset's).
     class_weights: optional list of C floats weighting each pixel by its
       class.
     label_smoothing: float in [0, 1), spreads that mass over all classes.
@@ -74,18 +75,19 @@ def _sparse_loss(logits, labels, ignore_label, class_weights):
            segmentation_losses.EPSILON))
 
 
-def total_loss(model, logits, labels):
+def total_loss(model, logits, labels, ignore_label):
   """Segmentation loss plus the model's regularization losses.
 
   Args:
     model: the Keras model that produced `logits`.
     logits: float [B, h, w, C].
     labels: int32 [B, H, W, 1].
+    ignore_label: int, the dataset's ignore label.
 
   Returns:
     (total scalar loss, segmentation scalar loss).
   """
-  seg_loss = segmentation_loss(logits, labels)
+  seg_loss = segmentation_loss(logits, labels, ignore_label)
   reg_losses = [tf.cast(loss, tf.float32) for loss in model.losses]
   total = seg_loss + tf.add_n(reg_losses) if reg_losses else seg_loss
   return total, seg_loss

@@ -21,19 +21,20 @@ def feature_level(backbone):
   return max(int(level) for level in backbone.output_specs)
 
 
-@gin.configurable
-def build_model(num_classes=gin.REQUIRED,
+@gin.configurable(denylist=['num_classes'])
+def build_model(num_classes,
                 backbone=gin.REQUIRED,
                 decoder=ASPP,
                 head=SegmentationHead,
-                weight_decay=0.0):
+                weight_decay=4e-5):
   """Builds a `SegmentationModel`.
 
   The decoder and head are constructed here, at the backbone's deepest level,
   so the level can never disagree with the backbone's output stride.
 
   Args:
-    num_classes: int, number of classes including background.
+    num_classes: int, number of classes including background (the
+      dataset's).
     backbone: a constructor of a Model Garden backbone, e.g.
       `@backbones.MobileNet` (not called: this function calls it).
     decoder: a decoder constructor taking `level` and `kernel_regularizer`,

@@ -9,35 +9,19 @@ import tensorflow as tf
 
 from official_seg.data import input_fn as input_lib
 from official_seg.runtime import cluster
+from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
-from official_seg.training import model_fn as model_fn_lib
 
 
-def bound_value(selector, scope=None):
-  """The value gin binds to `selector`, looked up in `scope` first.
+def _check_shards(scope, data_dir, split):
+  """Lists a split's shards and reads one record of each.
 
   Args:
-    selector: str, 'configurable.parameter'.
-    scope: optional gin scope, e.g. 'train'.
-
-  Returns:
-    The bound value with macros resolved, or None when nothing is bound.
-  """
-  for name in ([f'{scope}/{selector}'] if scope else []) + [selector]:
-    try:
-      value = gin.query_parameter(name)
-    except ValueError:
-      continue
-    while isinstance(value, gin.config.ConfigurableReference) and str(
-        value).startswith('%'):
-      value = gin.query_parameter(str(value))
-    return value
-  return None
-
-
-def _check_shards(scope):
-  """Lists a split's shards and reads one record of each.
+    scope: 'train' or 'eval', for the report.
+    data_dir: str, the folder of the shards.
+    split: str, the split.
 
   Returns:
     str, one report line.
@@ -46,8 +30,6 @@ def _check_shards(scope):
     FileNotFoundError: no shard matches (the message names the pattern).
     OSError: a shard cannot be read; the message names it.
   """
-  data_dir = bound_value('build_dataset.data_dir', scope)
-  split = bound_value('build_dataset.split', scope)
   files = input_lib.list_shards(data_dir, split)
   empty = []
   for path in files:
@@ -91,18 +73,24 @@ def _batch_line(name, global_batch, replicas):
   return f'{name}: global {global_batch} = {replicas} replica(s) x {share}'
 
 
-def _count_model(model_fn, config, train_batch):
+def _count_model(built, config, train_batch):
   """Builds the model_fn once in TRAIN mode on one real training batch.
+
+  The model_fn is the one both estimators wrap, so the graph is built in the
+  run's precision.
 
   Returns:
     (trainable parameter count, shape of the images it was built on).
   """
+  dataset = built.dataset
+  train_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
+                                     dataset.data_dir, dataset.train_split)
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
-    train_fn = input_lib.make_input_fn(is_training=True)
     features, labels = tf.compat.v1.data.make_one_shot_iterator(
         train_fn(params)).get_next()
-    model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, params, config)
+    built.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, params,
+                   config)
     count = sum(int(np.prod(v.shape)) for v in
                 tf.compat.v1.trainable_variables())
     with tf.compat.v1.Session() as session:
@@ -130,23 +118,25 @@ def run(model_dir):
     ValueError: a batch that the replicas cannot split, or another invalid
       setting; the message names the binding.
   """
-  lines = [_check_shards('train'), _check_shards('eval')]
   with _without_cluster():
     config = run_config_lib.build_run_config(model_dir)
-    estimator, _, _ = run_config_lib.build_estimator(config)
-  tpu_platform = isinstance(estimator, tpu_estimator.TPUEstimator)
+    built = estimator_lib.build_estimator(config)
+  dataset = built.dataset
+  lines = [_check_shards('train', dataset.data_dir, dataset.train_split),
+           _check_shards('eval', dataset.data_dir, dataset.eval_split)]
+  tpu_platform = isinstance(built.estimator, tpu_estimator.TPUEstimator)
   replicas = (config.tpu_config.num_shards if tpu_platform
               else _replicas(config))
-  train_batch = bound_value('build_estimator.train_batch_size')
+  train_batch = gin_config.binding('build_estimator.train_batch_size')
   lines.append(_batch_line('build_estimator.train_batch_size', train_batch,
                            replicas))
   # Estimator evaluates on one replica; a TPU slices eval batches over cores.
-  lines.append(_batch_line('build_estimator.eval_batch_size',
-                           bound_value('build_estimator.eval_batch_size'),
-                           replicas if tpu_platform else 1))
+  lines.append(_batch_line(
+      'build_estimator.eval_batch_size',
+      gin_config.binding('build_estimator.eval_batch_size'),
+      replicas if tpu_platform else 1))
   count, shape = _count_model(
-      tpu_estimator.tpu_model_fn if tpu_platform else model_fn_lib.model_fn,
-      config, train_batch // replicas if replicas else train_batch)
+      built, config, train_batch // replicas if replicas else train_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
   lines.append('Operative gin config:\n' + gin.operative_config_str())

@@ -13,8 +13,8 @@ from official_seg.evaluation import continuous
 from official_seg.evaluation import results
 from official_seg.export import saved_model
 from official_seg.runtime import cluster
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
-from official_seg.training import model_fn as model_fn_lib
 from official_seg.training import warm_start
 
 # Errors whose message says what is wrong and what to do: the binary prints
@@ -49,13 +49,21 @@ def _config_saver_hooks(estimator):
                                     summarize_config=True)]
 
 
-def _record(estimator, timer, eval_result, checkpoint_path):
+def _serving(built):
+  """What the exports of this experiment need (see `saved_model.Serving`)."""
+  return saved_model.Serving(
+      built.serving_estimator,
+      saved_model.serving_input_receiver_fn(built.eval_parser), built.dataset)
+
+
+def _record(built, timer, eval_result, checkpoint_path):
   """Records one evaluation and keeps (and exports) the best checkpoint.
 
   A step already in metrics.jsonl is not written again: a resumed
   `train_and_evaluate` re-saves and re-evaluates the checkpoint it resumed
   from.
   """
+  estimator = built.estimator
   step = int(eval_result['global_step'])
   new_step = all(r['global_step'] != step
                  for r in results.read_records(estimator.eval_dir()))
@@ -63,11 +71,11 @@ def _record(estimator, timer, eval_result, checkpoint_path):
     tf.compat.v1.logging.info('Step %d is already in metrics.jsonl; its new '
                               'evaluation is logged, not recorded.', step)
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
-                          model_fn_lib.segmentation_task().class_names,
-                          seconds=timer.seconds, append=new_step)
+                          built.dataset.class_names, seconds=timer.seconds,
+                          append=new_step)
   # export/best/ follows best/, in every mode that evaluates.
   if new_step and best_checkpoint.update(estimator.model_dir, record):
-    saved_model.export_best(estimator)
+    saved_model.export_best(_serving(built))
   return record
 
 
@@ -77,48 +85,50 @@ def _last_record(estimator):
   return max(records, key=lambda r: r['global_step'], default=None)
 
 
-def _evaluate(estimator, eval_input_fn, checkpoint_path):
+def _evaluate(built, checkpoint_path):
   """Evaluates one checkpoint over the whole split and records it."""
   timer = results.EvalTimer()
-  eval_result = estimator.evaluate(eval_input_fn, steps=None, hooks=[timer],
-                                   checkpoint_path=checkpoint_path)
-  return _record(estimator, timer, eval_result, checkpoint_path)
+  eval_result = built.estimator.evaluate(
+      built.eval_input_fn, steps=None, hooks=[timer],
+      checkpoint_path=checkpoint_path)
+  return _record(built, timer, eval_result, checkpoint_path)
 
 
-def _eval_latest(estimator, eval_input_fn, checkpoint_path):
-  checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
+def _eval_latest(built, checkpoint_path):
+  checkpoint_path = checkpoint_path or built.estimator.latest_checkpoint()
   if not checkpoint_path:
     raise FileNotFoundError(
-        f'No checkpoint to evaluate in {estimator.model_dir}; train first or '
-        'pass --checkpoint.')
-  return _evaluate(estimator, eval_input_fn, checkpoint_path)
+        f'No checkpoint to evaluate in {built.estimator.model_dir}; train '
+        'first or pass --checkpoint.')
+  return _evaluate(built, checkpoint_path)
 
 
-def _continuous_eval(estimator, eval_input_fn, train_steps):
+def _continuous_eval(built, train_steps):
+  estimator = built.estimator
   continuous.continuous_eval(
-      functools.partial(_evaluate, estimator, eval_input_fn),
-      estimator.model_dir, estimator.eval_dir(), final_step=train_steps)
+      functools.partial(_evaluate, built), estimator.model_dir,
+      estimator.eval_dir(), final_step=train_steps)
   return _last_record(estimator)
 
 
-def _train_and_evaluate(estimator, train_input_fn, eval_input_fn,
-                        train_steps, throttle_secs):
+def _train_and_evaluate(built, train_steps, throttle_secs):
+  estimator = built.estimator
   timer = results.EvalTimer()
   train_spec = tf.estimator.TrainSpec(
-      train_input_fn, max_steps=train_steps,
+      built.train_input_fn, max_steps=train_steps,
       hooks=_config_saver_hooks(estimator))
   eval_spec = tf.estimator.EvalSpec(
-      eval_input_fn, steps=None, start_delay_secs=0,
+      built.eval_input_fn, steps=None, start_delay_secs=0,
       throttle_secs=throttle_secs, hooks=[timer],
       exporters=[results.MetricsExporter(
-          functools.partial(_record, estimator, timer))]
-      + saved_model.make_exporters(estimator.model_dir))
+          functools.partial(_record, built, timer))]
+      + saved_model.make_exporters(_serving(built)))
   tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   # Kept checkpoints that the throttle or a crash of an earlier run left
   # unevaluated: metrics.jsonl ends with every kept checkpoint, once.
   continuous.evaluate_pending(
-      functools.partial(_evaluate, estimator, eval_input_fn),
-      estimator.model_dir, continuous.recorded_steps(estimator.eval_dir()))
+      functools.partial(_evaluate, built), estimator.model_dir,
+      continuous.recorded_steps(estimator.eval_dir()))
   return _last_record(estimator)
 
 
@@ -159,30 +169,32 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
   if role == 'evaluator':
     mode = 'continuous_eval'
   config = run_config_lib.build_run_config(model_dir, tpu_address)
-  estimator, train_fn, eval_fn = run_config_lib.build_estimator(config)
+  built = estimator_lib.build_estimator(config)
   try:
     if role == 'trainer':
-      return cluster.train(estimator, train_fn, eval_fn, train_steps,
-                           _config_saver_hooks(estimator))
-    return _run_mode(mode, estimator, train_fn, eval_fn, checkpoint_path,
-                     train_steps, throttle_secs)
+      return cluster.train(built.estimator, built.train_input_fn,
+                           built.eval_input_fn, train_steps,
+                           _config_saver_hooks(built.estimator))
+    return _run_mode(mode, built, checkpoint_path, train_steps,
+                     throttle_secs)
   except tf.errors.DataLossError as error:
-    raise input_lib.explain_data_loss(error) from error
+    dataset = built.dataset
+    raise input_lib.explain_data_loss(
+        error, dataset.data_dir,
+        [dataset.train_split, dataset.eval_split]) from error
 
 
-def _run_mode(mode, estimator, train_fn, eval_fn, checkpoint_path,
-              train_steps, throttle_secs):
+def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
   """Runs `mode` on a built estimator; see `run`."""
   if mode == 'train':
-    estimator.train(train_fn, max_steps=train_steps,
-                    hooks=_config_saver_hooks(estimator))
+    built.estimator.train(built.train_input_fn, max_steps=train_steps,
+                          hooks=_config_saver_hooks(built.estimator))
     return None
   if mode == 'eval':
-    return _eval_latest(estimator, eval_fn, checkpoint_path)
+    return _eval_latest(built, checkpoint_path)
   if mode == 'continuous_eval':
-    return _continuous_eval(estimator, eval_fn, train_steps)
+    return _continuous_eval(built, train_steps)
   if mode == 'export':
-    saved_model.export_checkpoint(estimator, checkpoint_path)
+    saved_model.export_checkpoint(_serving(built), checkpoint_path)
     return None
-  return _train_and_evaluate(estimator, train_fn, eval_fn, train_steps,
-                             throttle_secs)
+  return _train_and_evaluate(built, train_steps, throttle_secs)

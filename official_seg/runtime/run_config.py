@@ -1,4 +1,4 @@
-"""Run configs and estimators: Estimator or TPUEstimator, with batch semantics."""
+"""The run config: checkpoints, threads, strategy and TPU, from gin and TF_CONFIG."""
 
 import collections
 
@@ -6,10 +6,8 @@ import gin
 import tensorflow as tf
 from tensorflow_estimator.python.estimator import run_config as estimator_run_config
 
-from official_seg.data import input_fn as input_lib
 from official_seg.runtime import cluster
 from official_seg.runtime import tpu_estimator
-from official_seg.training import model_fn as model_fn_lib
 
 tpu = tf.compat.v1.estimator.tpu
 # Named in gin platform files as @tf.distribute.<Name>. The names are given
@@ -24,39 +22,6 @@ for _name in ('MirroredStrategy', 'MultiWorkerMirroredStrategy',
 # The TPU the binary's --tpu, --tpu_zone and --gcp_project flags name; tpu
 # None or '' means no TPU.
 TpuAddress = collections.namedtuple('TpuAddress', 'tpu zone project')
-
-
-def per_replica_batch_size(global_batch_size, num_replicas, name):
-  """Splits a global batch evenly over replicas.
-
-  Args:
-    global_batch_size: int, the experiment's batch size.
-    num_replicas: int, replicas sharing it.
-    name: str, the gin binding that set the batch size, for the message.
-
-  Returns:
-    int, the batch of one replica.
-
-  Raises:
-    ValueError: the replicas cannot split the batch evenly.
-  """
-  if global_batch_size % num_replicas:
-    raise ValueError(
-        f'{name}={global_batch_size} cannot be split evenly over '
-        f'{num_replicas} replicas; use a multiple of {num_replicas}.')
-  return global_batch_size // num_replicas
-
-
-def num_replicas(run_config):
-  """Replicas that share one training step's batch, or None if only a TPU knows.
-
-  Asynchronous parameter-server workers each apply their own updates, so one
-  step's batch belongs to one worker.
-  """
-  if run_config.cluster:
-    return run_config.tpu_config.num_shards
-  strategy = run_config.train_distribute
-  return strategy.num_replicas_in_sync if strategy else 1
 
 
 def _strategy(train_distribute):
@@ -84,7 +49,7 @@ def _session_config(inter_op_threads, intra_op_threads):
 @gin.configurable(denylist=['model_dir', 'tpu_address'])
 def build_run_config(model_dir,
                      tpu_address=None,
-                     save_checkpoints_steps=500,
+                     save_checkpoints_steps=1000,
                      keep_checkpoint_max=5,
                      log_step_count_steps=50,
                      tf_random_seed=None,
@@ -144,90 +109,3 @@ def build_run_config(model_dir,
       tpu_config=tpu_estimator.tpu_config(
           iterations_per_loop, num_shards, per_host_input_for_training,
           on_tpu=resolver is not None))
-
-
-def _with_batch(input_fn, batch_size, default_context=None):
-  """Adapts a TPUEstimator-contract input_fn to Estimator's fixed params."""
-  def wrapped(params, input_context=None):
-    return input_fn(dict(params, batch_size=batch_size),
-                    input_context or default_context)
-  return wrapped
-
-
-_UNCONVERTED_MODEL_FN = tf.autograph.experimental.do_not_convert(
-    model_fn_lib.model_fn)
-
-
-def is_first_replica():
-  """Whether this is replica 0 of a strategy's group, or there is no group."""
-  context = tf.distribute.get_replica_context()
-  replica = context and tf.get_static_value(context.replica_id_in_sync_group)
-  return not replica
-
-
-def estimator_model_fn(features, labels, mode, params, config):
-  """The model_fn for `tf.estimator.Estimator`, with or without a strategy.
-
-  Autograph must not convert it: a strategy runs the model_fn through
-  autograph, which mistakes gin's configurable wrappers (they share one code
-  object) for one another. Summaries are written by the chief's first replica
-  only; other replicas and workers would each write a copy. The model is
-  built in `mixed_precision_policy`'s dtype policy.
-  """
-  with tpu_estimator.keras_policy(tpu_estimator.mixed_precision_policy()):
-    spec = _UNCONVERTED_MODEL_FN(features, labels, mode, params, config)
-  if not (config.is_chief and is_first_replica()):
-    spec = spec._replace(host_call=None)
-  return spec.as_estimator_spec()
-
-
-@gin.configurable(denylist=['run_config'])
-def build_estimator(run_config,
-                    train_batch_size=gin.REQUIRED,
-                    eval_batch_size=gin.REQUIRED,
-                    use_tpu_estimator=False):
-  """Builds the estimator and its train and eval input_fns.
-
-  Batch sizes are global, the examples of one training step: a strategy's
-  replicas (or a TPU's cores) each get an equal share, an asynchronous
-  parameter-server worker takes the whole batch for each of its steps, and
-  the learning rate is never rescaled.
-
-  Args:
-    run_config: from `build_run_config`.
-    train_batch_size: int, global training batch.
-    eval_batch_size: int, global evaluation batch.
-    use_tpu_estimator: bool, build a TPUEstimator instead of an Estimator; it
-      runs on a TPU when the run config names one (--tpu), else on the CPU.
-
-  Returns:
-    (estimator, train_input_fn, eval_input_fn).
-
-  Raises:
-    ValueError: a batch size that the replicas cannot split, or a TPU named
-      without the TPU platform.
-  """
-  train_fn = input_lib.make_input_fn(is_training=True)
-  eval_fn = input_lib.make_input_fn(is_training=False)
-  replicas = num_replicas(run_config)
-  if use_tpu_estimator:
-    if replicas:  # On a TPU, known only when num_shards is bound.
-      per_replica_batch_size(train_batch_size, replicas,
-                             'build_estimator.train_batch_size')
-      per_replica_batch_size(eval_batch_size, replicas,
-                             'build_estimator.eval_batch_size')
-    return tpu_estimator.build(run_config, train_fn, eval_fn,
-                               train_batch_size, eval_batch_size)
-  if run_config.cluster:
-    raise ValueError('--tpu names a TPU, but build_estimator.use_tpu_estimator '
-                     'is False; add --gin_file=gin/platforms/tpu.gin.')
-  tpu_estimator.check_precision_supported(run_config)
-  train_batch = per_replica_batch_size(train_batch_size, replicas,
-                                       'build_estimator.train_batch_size')
-  estimator = tf.estimator.Estimator(
-      model_fn=estimator_model_fn, config=run_config,
-      params={'use_tpu': False})
-  return (estimator,
-          _with_batch(train_fn, train_batch,
-                      cluster.parameter_server_input_context(run_config)),
-          _with_batch(eval_fn, eval_batch_size))

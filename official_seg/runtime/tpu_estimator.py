@@ -1,11 +1,8 @@
-"""TPUEstimator platform: per-host input, exact eval, bfloat16, cross-shard batch norm."""
+"""TPUEstimator platform: per-host input, exact eval, cross-shard batch norm."""
 
 import contextlib
 
-import gin
 import tensorflow as tf
-
-from official_seg.training import model_fn as model_fn_lib
 
 tpu = tf.compat.v1.estimator.tpu
 ModeKeys = tf.estimator.ModeKeys
@@ -59,52 +56,6 @@ def tpu_config(iterations_per_loop, num_shards, per_host_input, on_tpu):
       eval_training_input_configuration=eval_input)
 
 
-@gin.configurable
-def mixed_precision_policy(name='float32'):
-  """The Keras dtype policy the model is built with.
-
-  Args:
-    name: 'float32', or 'mixed_bfloat16': activations in bfloat16 (on TPUs,
-      and on CPUs with bfloat16 instructions: AMX or AVX512_BF16), variables,
-      loss and metrics in float32. bfloat16 needs no loss scaling.
-
-  Returns:
-    str, the policy name.
-  """
-  return name
-
-
-def check_precision_supported(run_config):
-  """Raises ValueError if a mixed precision is set with an Estimator strategy.
-
-  The policy is set around each model_fn call; a strategy's replicas build
-  their layers in turns, interleaved, so one global policy cannot be scoped
-  to each of them. One-device Estimators and TPUEstimator are fine.
-  """
-  name = mixed_precision_policy()
-  if name != 'float32' and run_config.train_distribute:
-    raise ValueError(
-        f'mixed_precision_policy.name={name!r} cannot be combined with '
-        'build_run_config.train_distribute (a multi-device Estimator '
-        'platform); use float32 there, or the TPUEstimator '
-        '(gin/platforms/tpu.gin).')
-
-
-@contextlib.contextmanager
-def keras_policy(name):
-  """Sets Keras's global dtype policy for the block, then restores it.
-
-  Keras's own policy_scope is private; layers read the global policy when
-  they are constructed, which happens inside the model_fn.
-  """
-  previous = tf.keras.mixed_precision.global_policy()
-  tf.keras.mixed_precision.set_global_policy(name)
-  try:
-    yield
-  finally:
-    tf.keras.mixed_precision.set_global_policy(previous)
-
-
 class CrossShardReplicaContext(tf.distribute.ReplicaContext):
   """Lets Keras's synchronized batch norm sum its statistics over TPU shards.
 
@@ -133,20 +84,13 @@ class CrossShardReplicaContext(tf.distribute.ReplicaContext):
     return total
 
 
-def _cross_shard_context(mode, params):
+def cross_shard_context(mode, params):
   """The context of a training step on more than one TPU shard, else a no-op."""
   context = params.get('context')
   if (mode == ModeKeys.TRAIN and params.get('use_tpu') and context
       and context.num_replicas > 1):
     return CrossShardReplicaContext(context.num_replicas)
   return contextlib.nullcontext()
-
-
-def tpu_model_fn(features, labels, mode, params, config):
-  """`model_fn_lib.model_fn` in the mixed precision policy and shard context."""
-  with keras_policy(mixed_precision_policy()), _cross_shard_context(
-      mode, params):
-    return model_fn_lib.model_fn(features, labels, mode, params, config)
 
 
 def host_input_context(context):
@@ -213,11 +157,12 @@ class TPUEstimator(tpu.TPUEstimator):
                             checkpoint_path=checkpoint_path, name=name)
 
 
-def build(run_config, train_input_fn, eval_input_fn, train_batch_size,
-          eval_batch_size):
+def build(model_fn, run_config, train_input_fn, eval_input_fn,
+          train_batch_size, eval_batch_size):
   """Builds the TPUEstimator; on a TPU exactly when the run config names one.
 
   Args:
+    model_fn: a TPUEstimator-contract model_fn (`model_fn.make_model_fn`).
     run_config: a `tpu.RunConfig`; its `cluster` is the TPU, or None.
     train_input_fn, eval_input_fn: input_fns (TPUEstimator contract).
     train_batch_size, eval_batch_size: int, global batches.
@@ -226,7 +171,7 @@ def build(run_config, train_input_fn, eval_input_fn, train_batch_size,
     (estimator, train_input_fn, eval_input_fn).
   """
   estimator = TPUEstimator(
-      model_fn=tpu_model_fn, config=run_config,
+      model_fn=model_fn, config=run_config,
       use_tpu=run_config.cluster is not None,
       train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
       predict_batch_size=eval_batch_size)

@@ -62,27 +62,6 @@ def make_optimizer(learning_rate, use_tpu=False, optimizer=gin.REQUIRED):
   return opt
 
 
-@gin.configurable(denylist=['is_training'])
-def model_training_flag(is_training, fine_tune_batch_norm=True):
-  """The `training` argument of the model call.
-
-  DeepLab's `fine_tune_batch_norm=False` (for batches too small for good
-  statistics) runs batch norm in inference mode while training: it normalises
-  with the moving statistics and never updates them, and gamma, beta and all
-  other variables still train. Keras has one `training` flag per call, so the
-  whole model runs in inference mode; that differs from DeepLab only for
-  dropout and stochastic depth, which the shipped gin files leave off.
-
-  Args:
-    is_training: bool, whether the model_fn is in TRAIN mode.
-    fine_tune_batch_norm: bool (macro FINE_TUNE_BATCH_NORM).
-
-  Returns:
-    bool.
-  """
-  return bool(is_training and fine_tune_batch_norm)
-
-
 @gin.configurable(denylist=['variables'])
 def trainable_variables(variables, freeze=()):
   """The variables the optimizer updates: all but the frozen ones.

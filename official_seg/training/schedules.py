@@ -46,6 +46,36 @@ class SlowStart(_SCHEDULES.LearningRateSchedule):
             'slow_start_learning_rate': self._slow_rate}
 
 
+@gin.configurable(module='schedules')
+def step_decay(base_learning_rate=gin.REQUIRED, train_steps=gin.REQUIRED,
+               boundary_fractions=(0.6, 0.85), decay_rate=0.1):
+  """A step schedule scaled to the run: Keras's piecewise-constant decay.
+
+  Keras's `PiecewiseConstantDecay` takes absolute steps and rates; this
+  derives them from BASE_LEARNING_RATE and TRAIN_STEPS, so changing either
+  retargets the schedule.
+
+  Args:
+    base_learning_rate: float, the rate before the first boundary.
+    train_steps: int, the step training ends at.
+    boundary_fractions: increasing fractions of `train_steps` in (0, 1).
+    decay_rate: float, the rate is multiplied by it at each boundary.
+
+  Returns:
+    A `tf.keras.optimizers.schedules.PiecewiseConstantDecay`.
+
+  Raises:
+    ValueError: the fractions are not increasing within (0, 1).
+  """
+  fractions = list(boundary_fractions)
+  if not all(0 < a < b < 1 for a, b in zip([0] + fractions, fractions + [1])):
+    raise ValueError('schedules.step_decay.boundary_fractions must increase '
+                     f'within (0, 1), got {fractions}.')
+  return _SCHEDULES.PiecewiseConstantDecay(
+      [int(round(f * train_steps)) for f in fractions],
+      [base_learning_rate * decay_rate**i for i in range(len(fractions) + 1)])
+
+
 @gin.configurable(denylist=['global_step'])
 def learning_rate(global_step, schedule=gin.REQUIRED):
   """The learning rate at `global_step`.

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 
 @gin.configurable(denylist=['model_dir', 'global_step', 'scalars'])
-def host_call(model_dir, global_step, scalars, every_n_steps=10):
+def host_call(model_dir, global_step, scalars, every_n_steps=50):
   """Builds the (fn, tensors) pair of a TPUEstimatorSpec `host_call`.
 
   The same pair serves TPU (the fn runs on the host, fed by outfeed) and

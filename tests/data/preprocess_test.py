@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
+from official_seg.data import image_ops
 from official_seg.data import preprocess
 
 IGNORE = 255
@@ -50,7 +51,7 @@ def _window(parser_seed, scaled_size, crop_size, flip):
   """The (offset, flipped) a Parser draws with `parser_seed` [2] int64."""
   # The Parser splits its seed into a scale seed and a crop seed.
   crop_seed = tf.random.experimental.stateless_split(parser_seed, 2)[1]
-  offset, flipped = preprocess.random_crop_window(
+  offset, flipped = image_ops.random_crop_window(
       tf.constant(scaled_size), crop_size, flip, crop_seed)
   return offset.numpy(), bool(flipped)
 
@@ -218,7 +219,7 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
   def test_crop_offsets_cover_every_valid_offset(self):
     offsets, flips = set(), set()
     for seed in range(300):
-      offset, flipped = preprocess.random_crop_window(
+      offset, flipped = image_ops.random_crop_window(
           tf.constant([12, 7]), (8, 5), True, tf.constant([seed, 4]))
       offsets.add(tuple(offset.numpy()))
       flips.add(bool(flipped))
@@ -226,12 +227,12 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(offsets, {(y, x) for y in range(5) for x in range(3)})
     self.assertEqual(flips, {False, True})
     # An image smaller than the crop is padded: the only offset is 0.
-    offset, _ = preprocess.random_crop_window(
+    offset, _ = image_ops.random_crop_window(
         tf.constant([6, 3]), (8, 5), True, tf.constant([1, 4]))
     self.assertAllEqual(offset, [0, 0])
 
   def test_random_scale_factor_draws_from_the_step_grid(self):
-    draws = {round(float(preprocess.random_scale_factor(0.5, 2.0, 0.25)), 4)
+    draws = {round(float(image_ops.random_scale_factor(0.5, 2.0, 0.25)), 4)
              for _ in range(200)}
     self.assertEqual(draws, {0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0})
 
@@ -276,7 +277,7 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
       (30, 22, 40, 45, None, (45, 33)))
   def test_resize_to_range_size_on_known_sizes(self, height, width, min_size,
                                                max_size, factor, expected):
-    size = preprocess.resize_to_range_size(height, width, min_size, max_size,
+    size = image_ops.resize_to_range_size(height, width, min_size, max_size,
                                            factor)
     self.assertAllEqual(size, expected)
 
@@ -284,7 +285,7 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
     rng = np.random.default_rng(4)
     for height, width in rng.integers(100, 2200, size=(40, 2)):
       self.assertAllEqual(
-          preprocess.resize_to_range_size(height, width, 513, 513, 16),
+          image_ops.resize_to_range_size(height, width, 513, 513, 16),
           _deeplab_resize_size(height, width, 513, 513, 16))
 
   def test_eval_resizes_image_and_label_then_pads(self):

@@ -13,6 +13,7 @@ from official.vision.ops import preprocess_ops
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.data import image_ops
 from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
@@ -236,7 +237,7 @@ class ExportGraphTest(tf.test.TestCase):
         tf.constant([_png(image)]), (1, 1), (0.0, 0.0, 0.0),
         resize=(16, 16, 4))
     self.assertAllEqual(original, [[30, 20]])
-    self.assertAllEqual(sizes[0], preprocess.resize_to_range_size(
+    self.assertAllEqual(sizes[0], image_ops.resize_to_range_size(
         30, 20, 16, 16, 4))
 
   def test_labels_cut_resized_back_and_padded(self):

@@ -1,0 +1,149 @@
+"""Builds an experiment's estimator: dataset, parsers, input_fns, model_fn and estimator."""
+
+import collections
+
+import gin
+import tensorflow as tf
+
+from official_seg.data import dataset_info
+from official_seg.data import input_fn as input_lib
+from official_seg.runtime import cluster
+from official_seg.runtime import model_fn as model_fn_lib
+from official_seg.runtime import tpu_estimator
+
+# What every mode needs of a built experiment: the estimator and its input
+# functions; the dataset; the eval parser (serving preprocesses with it); the
+# estimator that exports SavedModels; and the TPUEstimator-contract model_fn
+# that both estimators wrap (--dry_run builds it once).
+Built = collections.namedtuple('Built', [
+    'estimator', 'train_input_fn', 'eval_input_fn', 'dataset', 'eval_parser',
+    'serving_estimator', 'model_fn'])
+
+
+def per_replica_batch_size(global_batch_size, num_replicas, name):
+  """Splits a global batch evenly over replicas.
+
+  Args:
+    global_batch_size: int, the experiment's batch size.
+    num_replicas: int, replicas sharing it.
+    name: str, the gin binding that set the batch size, for the message.
+
+  Returns:
+    int, the batch of one replica.
+
+  Raises:
+    ValueError: the replicas cannot split the batch evenly.
+  """
+  if global_batch_size % num_replicas:
+    raise ValueError(
+        f'{name}={global_batch_size} cannot be split evenly over '
+        f'{num_replicas} replicas; use a multiple of {num_replicas}.')
+  return global_batch_size // num_replicas
+
+
+def num_replicas(run_config):
+  """Replicas that share one training step's batch, or None if only a TPU knows.
+
+  Asynchronous parameter-server workers each apply their own updates, so one
+  step's batch belongs to one worker.
+  """
+  if run_config.cluster:
+    return run_config.tpu_config.num_shards
+  strategy = run_config.train_distribute
+  return strategy.num_replicas_in_sync if strategy else 1
+
+
+def _with_batch(input_fn, batch_size, default_context=None):
+  """Adapts a TPUEstimator-contract input_fn to Estimator's fixed params."""
+  def wrapped(params, input_context=None):
+    return input_fn(dict(params, batch_size=batch_size),
+                    input_context or default_context)
+  return wrapped
+
+
+def check_precision(precision, run_config):
+  """Raises ValueError if a mixed precision is set with an Estimator strategy.
+
+  The policy is set around each model_fn call; a strategy's replicas build
+  their layers in turns, interleaved, so one global policy cannot be scoped
+  to each of them. One-device Estimators and TPUEstimator are fine.
+  """
+  if precision != 'float32' and run_config.train_distribute:
+    raise ValueError(
+        f'ModelFnOptions.precision={precision!r} cannot be combined with '
+        'build_run_config.train_distribute (a multi-device Estimator '
+        'platform); use float32 there, or the TPUEstimator '
+        '(gin/platforms/tpu.gin).')
+
+
+def _serving_estimator(model_fn, run_config):
+  """A plain Estimator with the model_fn, for export.
+
+  TPUEstimator's export adds a TPU graph, whose rewrite cannot pass the size
+  features through; the SavedModel is for CPU and GPU serving, and an
+  Estimator with the same model_fn restores the same checkpoint.
+  """
+  return tf.estimator.Estimator(model_fn_lib.estimator_model_fn(model_fn),
+                                config=run_config, params={'use_tpu': False})
+
+
+@gin.configurable(denylist=['run_config'])
+def build_estimator(run_config,
+                    train_batch_size=gin.REQUIRED,
+                    eval_batch_size=gin.REQUIRED,
+                    use_tpu_estimator=False):
+  """Builds the estimator, its input_fns and what export needs.
+
+  Batch sizes are global, the examples of one training step: a strategy's
+  replicas (or a TPU's cores) each get an equal share, an asynchronous
+  parameter-server worker takes the whole batch for each of its steps, and
+  the learning rate is never rescaled.
+
+  Args:
+    run_config: from `run_config.build_run_config`.
+    train_batch_size: int, global training batch (TRAIN_BATCH_SIZE).
+    eval_batch_size: int, global evaluation batch (EVAL_BATCH_SIZE).
+    use_tpu_estimator: bool, build a TPUEstimator instead of an Estimator; it
+      runs on a TPU when the run config names one (--tpu), else on the CPU.
+
+  Returns:
+    A `Built`.
+
+  Raises:
+    ValueError: a batch size that the replicas cannot split, a TPU named
+      without the TPU platform, or bfloat16 with a strategy.
+  """
+  dataset = dataset_info.DatasetInfo()
+  options = model_fn_lib.ModelFnOptions()
+  model_fn = model_fn_lib.make_model_fn(dataset, options)
+  eval_parser = input_lib.make_parser(False, dataset)
+  train_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
+                                     dataset.data_dir, dataset.train_split)
+  eval_fn = input_lib.make_input_fn(eval_parser, dataset.data_dir,
+                                    dataset.eval_split)
+  replicas = num_replicas(run_config)
+  if use_tpu_estimator:
+    if replicas:  # On a TPU, known only when num_shards is bound.
+      per_replica_batch_size(train_batch_size, replicas,
+                             'build_estimator.train_batch_size')
+      per_replica_batch_size(eval_batch_size, replicas,
+                             'build_estimator.eval_batch_size')
+    estimator, train_fn, eval_fn = tpu_estimator.build(
+        model_fn, run_config, train_fn, eval_fn, train_batch_size,
+        eval_batch_size)
+    return Built(estimator, train_fn, eval_fn, dataset, eval_parser,
+                 _serving_estimator(model_fn, run_config), model_fn)
+  if run_config.cluster:
+    raise ValueError('--tpu names a TPU, but build_estimator.use_tpu_estimator '
+                     'is False; add --gin_file=gin/platforms/tpu.gin.')
+  check_precision(options.precision, run_config)
+  train_batch = per_replica_batch_size(train_batch_size, replicas,
+                                       'build_estimator.train_batch_size')
+  estimator = tf.estimator.Estimator(
+      model_fn=model_fn_lib.estimator_model_fn(model_fn), config=run_config,
+      params={'use_tpu': False})
+  return Built(estimator,
+               _with_batch(train_fn, train_batch,
+                           cluster.parameter_server_input_context(run_config)),
+               _with_batch(eval_fn, eval_batch_size), dataset, eval_parser,
+               estimator, model_fn)

@@ -1,0 +1,202 @@
+"""The model_fn: glues model, loss, optimizer, metrics and exports; its two adapters."""
+
+import contextlib
+import dataclasses
+import functools
+
+import gin
+import tensorflow as tf
+
+from official_seg.evaluation import metrics
+from official_seg.export import signatures
+from official_seg.modeling import inference
+from official_seg.modeling import losses
+from official_seg.modeling import model as model_lib
+from official_seg.runtime import tpu_estimator
+from official_seg.training import optimizers
+from official_seg.training import schedules
+from official_seg.training import summaries
+from official_seg.training import warm_start
+
+ModeKeys = tf.estimator.ModeKeys
+TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
+PRECISIONS = ('float32', 'mixed_bfloat16')
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class ModelFnOptions:
+  """How the model_fn builds its graph; built once and handed to `make_model_fn`.
+
+  Attributes:
+    fine_tune_batch_norm: bool (macro FINE_TUNE_BATCH_NORM). DeepLab's
+      `fine_tune_batch_norm=False`, for batches too small for good
+      statistics, runs the whole model in inference mode while training:
+      batch norm normalises with its moving statistics and never updates
+      them; gamma, beta and all other variables still train. Keras has one
+      `training` flag per call, so this differs from DeepLab only for dropout
+      and stochastic depth, which the shipped gin files leave off.
+    precision: the Keras dtype policy of the model: 'float32', or
+      'mixed_bfloat16' (activations in bfloat16 on TPUs and on CPUs with
+      AMX or AVX512_BF16; variables, loss and metrics in float32; no loss
+      scaling needed).
+    jit_compile: bool, compile the forward pass, loss and gradients with XLA
+      (a `jit_scope`, as Estimator builds a graph). For GPUs: on CPUs it is
+      slower than oneDNN (docs/performance.md).
+  """
+
+  fine_tune_batch_norm: bool = True
+  precision: str = 'float32'
+  jit_compile: bool = False
+
+  def __post_init__(self):
+    if self.precision not in PRECISIONS:
+      raise ValueError(f'ModelFnOptions.precision={self.precision!r} is not '
+                       f'one of {PRECISIONS}.')
+
+
+@contextlib.contextmanager
+def keras_policy(name):
+  """Sets Keras's global dtype policy for the block, then restores it.
+
+  Keras's own policy_scope is private; layers read the global policy when
+  they are constructed, which happens inside the model_fn.
+  """
+  previous = tf.keras.mixed_precision.global_policy()
+  tf.keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    tf.keras.mixed_precision.set_global_policy(previous)
+
+
+def _xla_scope(jit_compile):
+  if not jit_compile:
+    return contextlib.nullcontext()
+  return tf.xla.experimental.jit_scope(compile_ops=True,
+                                       separate_compiled_gradients=False)
+
+
+def _predict_spec(model, logits, features):
+  probabilities = inference.predict_probabilities(model, features['image'],
+                                                  base_logits=logits)
+  predictions = {
+      'semantic': tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+      'probabilities': probabilities,
+      'height': features['height'],
+      'width': features['width'],
+  }
+  return TPUEstimatorSpec(
+      ModeKeys.PREDICT, predictions=predictions,
+      export_outputs=signatures.export_outputs(predictions, logits, features))
+
+
+def _eval_spec(model, logits, features, labels, loss, dataset):
+  probabilities = inference.predict_probabilities(model, features['image'],
+                                                  base_logits=logits)
+  predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+  confusion = metrics.confusion_matrices(labels, predictions,
+                                         dataset.num_classes,
+                                         dataset.ignore_label)
+  metric_fn = functools.partial(metrics.metric_fn,
+                                class_names=list(dataset.class_names))
+  return TPUEstimatorSpec(
+      ModeKeys.EVAL, loss=loss,
+      eval_metrics=(metric_fn, {'confusion': confusion,
+                                'valid': features['valid']}))
+
+
+def _train_spec(model, images, loss, seg_loss, params, model_dir):
+  warm_start.check_resume_compatible(model, model_dir)
+  global_step = tf.compat.v1.train.get_or_create_global_step()
+  learning_rate = schedules.learning_rate(global_step)
+  optimizer = optimizers.make_optimizer(learning_rate,
+                                         use_tpu=params.get('use_tpu', False))
+  # Keras layers built in a graph keep their batch-norm updates per input.
+  update_ops = model.get_updates_for(images) + model.get_updates_for(None)
+  train_op = optimizers.train_op(optimizer, loss, model.trainable_variables,
+                                 update_ops)
+  host_call = summaries.host_call(
+      model_dir, global_step,
+      {'loss/total': loss, 'loss/segmentation': seg_loss,
+       'learning_rate': learning_rate})
+  return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
+                          host_call=host_call,
+                          scaffold_fn=warm_start.warm_start(model, model_dir))
+
+
+def _build_spec(dataset, options, features, labels, mode, params, config):
+  """The spec of one mode; see `make_model_fn`."""
+  model = model_lib.build_model(num_classes=dataset.num_classes)
+  images = features['image']
+  training = mode == ModeKeys.TRAIN and options.fine_tune_batch_norm
+  with _xla_scope(options.jit_compile):
+    logits = model(images, training=training)['logits']
+  if mode == ModeKeys.PREDICT:
+    return _predict_spec(model, logits, features)
+  with _xla_scope(options.jit_compile):
+    loss, seg_loss = losses.total_loss(model, logits, labels,
+                                       dataset.ignore_label)
+  if mode == ModeKeys.EVAL:
+    return _eval_spec(model, logits, features, labels, seg_loss, dataset)
+  return _train_spec(model, images, loss, seg_loss, params, config.model_dir)
+
+
+def make_model_fn(dataset, options):
+  """The TPUEstimator-contract model_fn of a dataset.
+
+  TPUEstimator calls it as it is; `estimator_model_fn` adapts it to
+  Estimator. Both build the model in `options.precision` and, on a TPU with
+  more than one shard, inside the cross-shard replica context that makes
+  synchronised batch norm sum its statistics over shards.
+
+  Args:
+    dataset: a `dataset_info.DatasetInfo`.
+    options: a `ModelFnOptions`.
+
+  Returns:
+    model_fn(features, labels, mode, params, config) -> `TPUEstimatorSpec`:
+    features is a dict with 'image' float32 [B, H, W, 3], 'height' and
+    'width' int32 [B] and 'valid' float32 [B] (0 marks batch padding);
+    labels int32 [B, H, W, 1] or None in PREDICT; params['use_tpu'] says
+    whether this runs on a real TPU; config.model_dir receives summaries.
+  """
+  def model_fn(features, labels, mode, params, config):
+    with keras_policy(options.precision), tpu_estimator.cross_shard_context(
+        mode, params):
+      return _build_spec(dataset, options, features, labels, mode, params,
+                         config)
+
+  return model_fn
+
+
+def is_first_replica():
+  """Whether this is replica 0 of a strategy's group, or there is no group."""
+  context = tf.distribute.get_replica_context()
+  replica = context and tf.get_static_value(context.replica_id_in_sync_group)
+  return not replica
+
+
+def estimator_model_fn(model_fn):
+  """Adapts a `make_model_fn` model_fn to `tf.estimator.Estimator`.
+
+  Autograph must not convert it: a strategy runs the model_fn through
+  autograph, which mistakes gin's configurable wrappers (they share one code
+  object) for one another. Summaries are written by the chief's first replica
+  only; other replicas and workers would each write a copy.
+
+  Args:
+    model_fn: from `make_model_fn`.
+
+  Returns:
+    model_fn(features, labels, mode, params, config) -> `EstimatorSpec`.
+  """
+  unconverted = tf.autograph.experimental.do_not_convert(model_fn)
+
+  def adapted(features, labels, mode, params, config):
+    spec = unconverted(features, labels, mode, params, config)
+    if not (config.is_chief and is_first_replica()):
+      spec = spec._replace(host_call=None)
+    return spec.as_estimator_spec()
+
+  return adapted

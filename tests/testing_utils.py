@@ -6,6 +6,8 @@ import sys
 
 import gin
 
+from official_seg.data import dataset_info
+from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.runtime import gin_config
 
@@ -68,3 +70,11 @@ def run_binary(model_dir, bindings, mode='train_and_eval', **kwargs):
   return subprocess.run(binary_command(model_dir, bindings, mode, **kwargs),
                         cwd=REPO, capture_output=True, text=True,
                         timeout=BINARY_TIMEOUT_SECS, check=False)
+
+
+def make_input_fn(is_training):
+  """The train or eval input_fn of the parsed gin config's dataset."""
+  dataset = dataset_info.DatasetInfo()
+  split = dataset.train_split if is_training else dataset.eval_split
+  return input_lib.make_input_fn(input_lib.make_parser(is_training, dataset),
+                                 dataset.data_dir, split)

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.data import benchmark
+from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
@@ -58,14 +59,14 @@ class InputFnTest(tf.test.TestCase):
     testing_utils.parse_tiny_quickstart(self.data_dir)
 
   def test_train_batches_have_static_shapes(self):
-    dataset = input_lib.make_input_fn(is_training=True)({'batch_size': 3})
+    dataset = testing_utils.make_input_fn(True)({'batch_size': 3})
     features, labels = next(iter(dataset))
     self.assertEqual(features['image'].shape, (3, 33, 33, 3))
     self.assertEqual(labels.shape, (3, 33, 33, 1))
     self.assertEqual(dataset.element_spec[1].shape, (3, 33, 33, 1))
 
   def test_eval_reads_each_image_once_and_pads_the_last_batch(self):
-    dataset = input_lib.make_input_fn(is_training=False)({'batch_size': 2})
+    dataset = testing_utils.make_input_fn(False)({'batch_size': 2})
     self.assertEqual(dataset.element_spec[0]['image'].shape, (2, 41, 41, 3))
     batches = list(dataset)
     self.assertLen(batches, 3)
@@ -76,9 +77,14 @@ class InputFnTest(tf.test.TestCase):
     heights = np.concatenate([f['height'].numpy() for f, _ in batches])
     self.assertTrue(((heights[:5] >= 24) & (heights[:5] <= 40)).all())
 
-  def _build(self, is_training, batch_size=2, **kwargs):
+  def _build(self, is_training, batch_size=2, data_dir=None, **kwargs):
+    dataset = dataset_info.DatasetInfo()
+    parser = input_lib.make_parser(is_training, dataset)
+    split = dataset.train_split if is_training else dataset.eval_split
     with gin.config_scope('train' if is_training else 'eval'):
-      return input_lib.build_dataset(batch_size, is_training, **kwargs)
+      return input_lib.build_dataset(batch_size, parser,
+                                     data_dir or dataset.data_dir, split,
+                                     **kwargs)
 
   def test_same_seed_same_training_batches(self):
     def first_batches(seed):
@@ -153,7 +159,7 @@ class InputFnTest(tf.test.TestCase):
                      [f"DATA_DIR = '{data_dir}'", 'EVAL_BATCH_SIZE = 2'],
                      finalize=False)
     features, labels = next(iter(
-        input_lib.make_input_fn(is_training=False)({'batch_size': 2})))
+        testing_utils.make_input_fn(False)({'batch_size': 2})))
     self.assertEqual(labels.shape, (2, 513, 513, 1))
     sides = np.concatenate([features['height'], features['width']])
     self.assertEqual(sides.max(), 513)
@@ -173,8 +179,7 @@ class InputFnTest(tf.test.TestCase):
     empty = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError,
                                 f'{empty}/train-.....-of-.....\\.tfrecord'):
-      input_lib.build_dataset(2, True, data_dir=empty, split='train',
-                              ignore_label=255)
+      self._build(True, data_dir=empty)
 
 
 if __name__ == '__main__':

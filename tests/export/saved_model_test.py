@@ -13,6 +13,7 @@ from official.vision.ops import preprocess_ops
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.data import dataset_info
 from official_seg.data import image_ops
 from official_seg.data import preprocess
 from official_seg.data import tfexample
@@ -21,6 +22,7 @@ from official_seg.export import predictor
 from official_seg.export import saved_model
 from official_seg.export import signatures
 from official_seg.runtime import experiment
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
@@ -82,7 +84,8 @@ class ExportTest(tf.test.TestCase):
   def test_signatures_and_metadata(self):
     self.assertCountEqual(self.loaded.signatures, [
         signatures.SERVING_DEFAULT, signatures.PROBABILITIES,
-        signatures.IMAGE_TENSOR_PROBABILITIES])
+        signatures.IMAGE_TENSOR_PROBABILITIES,
+        f'{signatures.IMAGE_TENSOR}:{signatures.SERVING_DEFAULT}'])
     inputs = {key: self.loaded.signatures[key].structured_input_signature[1][
         signatures.INPUT_KEY].dtype for key in self.loaded.signatures}
     self.assertEqual(inputs[signatures.SERVING_DEFAULT], tf.string)
@@ -94,8 +97,8 @@ class ExportTest(tf.test.TestCase):
     self.assertIsNone(metadata['palette'])
 
   def test_label_maps_equal_estimator_predict(self):
-    estimator, _, eval_fn = run_config_lib.build_estimator(
-        run_config_lib.build_run_config(self.model_dir))
+    estimator, _, eval_fn = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.model_dir))[:3]
     expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
     served = self._serve(signatures.SERVING_DEFAULT, tf.constant(self.encoded))
     probabilities = self._serve(signatures.PROBABILITIES,
@@ -125,12 +128,15 @@ class ExportTest(tf.test.TestCase):
     testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2, extra=[
         'Parser.min_resize_value = 20', 'Parser.max_resize_value = 33',
         'Parser.resize_factor = 8'] + _EXTRA)
-    estimator, _, eval_fn = run_config_lib.build_estimator(
-        run_config_lib.build_run_config(self.model_dir))
+    estimator, _, eval_fn = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.model_dir))[:3]
     expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
-    export_dir = saved_model.serving_estimator(estimator).export_saved_model(
+    built = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.model_dir))
+    export_dir = built.serving_estimator.export_saved_model(
         self.create_tempdir().full_path,
-        saved_model.serving_input_receiver_fn()).decode('utf-8')
+        saved_model.serving_input_receiver_fn(built.eval_parser)).decode(
+            'utf-8')
     served = tf.saved_model.load(export_dir).signatures[
         signatures.SERVING_DEFAULT](images=tf.constant(self.encoded))
     for index, example in enumerate(expected):
@@ -144,7 +150,7 @@ class ExportTest(tf.test.TestCase):
 
   def test_image_tensor_signature_runs_pixels_as_given(self):
     image = tf.io.decode_image(self.encoded[0], channels=3).numpy()
-    mean = saved_model.eval_parser_arguments()['mean_rgb']
+    mean = preprocess_ops.MEAN_RGB
     padded = np.broadcast_to(np.float32(mean), (41, 41, 3)).copy()
     padded[:image.shape[0], :image.shape[1]] = image
     outputs = self._serve(signatures.IMAGE_TENSOR_PROBABILITIES,
@@ -156,6 +162,11 @@ class ExportTest(tf.test.TestCase):
                          tf.constant(self.encoded[:1]))
     self.assertAllClose(outputs['probabilities'], served['probabilities'],
                         atol=1e-6)
+    labels = self._serve(
+        f'{signatures.IMAGE_TENSOR}:{signatures.SERVING_DEFAULT}',
+        tf.constant(padded[None]))
+    self.assertEqual(labels['semantic'].shape, (1, 41, 41))
+    self.assertAllEqual(labels['height'], [41])
 
   def test_image_larger_than_eval_crop_is_served_at_its_size(self):
     image = np.random.default_rng(0).integers(0, 255, (50, 45, 3), np.uint8)
@@ -215,30 +226,54 @@ class ExportGraphTest(tf.test.TestCase):
     super().setUp()
     gin.clear_config()
 
-  def test_decode_pads_with_the_mean_pixel(self):
+  def _parser(self, crop_size, **kwargs):
+    return preprocess.Parser(False, ignore_label=255, crop_size=crop_size,
+                             **kwargs)
+
+  def _eval_examples(self, images, parser):
+    """The eval parser's (image, height, width) of each image, as evaluated."""
+    out = []
+    for image in images:
+      decoded = {'image': tf.constant(image), 'filename': tf.constant('x'),
+                 'label': tf.zeros(image.shape[:2] + (1,), tf.uint8),
+                 'height': image.shape[0], 'width': image.shape[1]}
+      features, _ = parser(decoded)
+      out.append(features)
+    return out
+
+  def test_served_pixels_equal_the_evaluated_ones_exactly(self):
     rng = np.random.default_rng(1)
     images = [rng.integers(0, 255, size, np.uint8)
               for size in ((5, 7, 3), (9, 4, 3))]
-    pixels, sizes, original = saved_model.decode_images(
-        tf.constant([_png(image) for image in images]), (6, 6),
-        (10.5, 20.5, 30.5))
+    parser = self._parser((9, 9))
+    served, sizes, original = saved_model.decode_images(
+        tf.constant([_png(image) for image in images]), parser)
     self.assertAllEqual(sizes, [[5, 7], [9, 4]])
     self.assertAllEqual(original, sizes)
-    self.assertEqual(pixels.shape, (2, 9, 7, 3))
-    for index, image in enumerate(images):
-      expected = np.broadcast_to(np.float32([10.5, 20.5, 30.5]), (9, 7, 3))
-      expected = expected.copy()
-      expected[:image.shape[0], :image.shape[1]] = image
-      self.assertAllEqual(pixels[index], expected)
+    self.assertEqual(served.shape, (2, 9, 9, 3))
+    for index, features in enumerate(self._eval_examples(images, parser)):
+      # Equal, not close: the receiver runs the eval parser's own ops.
+      self.assertAllEqual(served[index], features['image'])
+    self.assertAllEqual(served[0, 5:], np.zeros((4, 9, 3)))
 
-  def test_decode_resizes_like_the_parser(self):
-    image = np.zeros((30, 20, 3), np.uint8)
-    _, sizes, original = saved_model.decode_images(
-        tf.constant([_png(image)]), (1, 1), (0.0, 0.0, 0.0),
-        resize=(16, 16, 4))
+  def test_served_pixels_equal_the_evaluated_ones_with_a_resize(self):
+    image = np.random.default_rng(2).integers(0, 255, (30, 20, 3), np.uint8)
+    parser = self._parser((33, 33), min_resize_value=16, max_resize_value=16,
+                          resize_factor=4)
+    served, sizes, original = saved_model.decode_images(
+        tf.constant([_png(image)]), parser)
     self.assertAllEqual(original, [[30, 20]])
     self.assertAllEqual(sizes[0], image_ops.resize_to_range_size(
         30, 20, 16, 16, 4))
+    (features,) = self._eval_examples([image], parser)
+    self.assertAllEqual(sizes[0], [features['height'], features['width']])
+    self.assertAllEqual(served[0], features['image'])
+
+  def test_batch_with_a_larger_image_pads_to_its_size(self):
+    images = [np.zeros((12, 3, 3), np.uint8), np.zeros((2, 2, 3), np.uint8)]
+    served, _, _ = saved_model.decode_images(
+        tf.constant([_png(image) for image in images]), self._parser((6, 6)))
+    self.assertEqual(served.shape, (2, 12, 6, 3))
 
   def test_labels_cut_resized_back_and_padded(self):
     semantic = np.arange(2 * 4 * 6, dtype=np.int32).reshape(2, 4, 6) % 7
@@ -253,13 +288,12 @@ class ExportGraphTest(tf.test.TestCase):
                         semantic[1][np.ix_([0, 0, 1, 1], [0, 0, 1, 1])])
     self.assertAllEqual(labels[1, :, 4], [-1] * 4)
 
-  def test_metadata_records_classes_and_the_palette_macro(self):
-    gin.parse_config(['segmentation_task.num_classes = 2',
-                      "segmentation_task.class_names = ['sky', 'road']",
-                      'segmentation_task.ignore_label = 255',
-                      "PALETTE = 'cityscapes'"])
+  def test_metadata_records_the_dataset_facts(self):
+    dataset = dataset_info.DatasetInfo(num_classes=2,
+                                       class_names=['sky', 'road'],
+                                       palette='cityscapes')
     path = os.path.join(self.create_tempdir().full_path, 'meta.json')
-    saved_model.write_metadata(path)
+    saved_model.write_metadata(path, dataset)
     with open(path) as f:
       self.assertEqual(json.load(f), {
           'class_names': ['sky', 'road'], 'num_classes': 2,
@@ -270,24 +304,19 @@ class ExportGraphTest(tf.test.TestCase):
         self.create_tempdir().full_path,
         extra=['build_estimator.use_tpu_estimator = True'])
     model_dir = self.create_tempdir().full_path
-    estimator, _, _ = run_config_lib.build_estimator(
+    built = estimator_lib.build_estimator(
         run_config_lib.build_run_config(model_dir))
-    exporting = saved_model.serving_estimator(estimator)
-    self.assertNotIsInstance(exporting,
+    self.assertIsInstance(built.estimator,
+                          tf.compat.v1.estimator.tpu.TPUEstimator)
+    self.assertNotIsInstance(built.serving_estimator,
                              tf.compat.v1.estimator.tpu.TPUEstimator)
-    self.assertEqual(exporting.model_dir, model_dir)
-    self.assertIs(saved_model.serving_estimator(exporting), exporting)
+    self.assertEqual(built.serving_estimator.model_dir, model_dir)
 
-  def test_receiver_reads_the_eval_parser_bindings(self):
-    gin.parse_config(['eval/Parser.crop_size = [9, 11]',
-                      'Parser.min_resize_value = 8'])
-    arguments = saved_model.eval_parser_arguments()
-    self.assertEqual(arguments['crop_size'], [9, 11])
-    self.assertEqual(arguments['min_resize_value'], 8)
-    self.assertEqual(arguments['mean_rgb'], preprocess_ops.MEAN_RGB)
-    gin.clear_config()
-    with self.assertRaisesRegex(ValueError, 'EVAL_CROP_SIZE'):
-      saved_model.eval_parser_arguments()
+  def test_an_estimator_exports_itself(self):
+    testing_utils.parse_tiny_quickstart(self.create_tempdir().full_path)
+    built = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.create_tempdir().full_path))
+    self.assertIs(built.serving_estimator, built.estimator)
 
 
 if __name__ == '__main__':

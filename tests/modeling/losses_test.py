@@ -111,13 +111,12 @@ class LossesTest(tf.test.TestCase, parameterized.TestCase):
         "build_model.weight_decay = 0.01",
         "decoders.ASPP.dilation_rates = []",
         "decoders.ASPP.num_filters = 8",
-        "segmentation_loss.ignore_label = 255",
     ])
     model = model_lib.build_model(num_classes=3)
     images = tf.zeros([1, 33, 33, 3])
     logits = model(images, training=False)['logits']
     labels = tf.zeros([1, 33, 33, 1], tf.int32)
-    total, seg = losses.total_loss(model, logits, labels)
+    total, seg = losses.total_loss(model, logits, labels, 255)
     kernels = [v for v in model.trainable_variables
                if 'kernel' in v.name and 'depthwise' not in v.name]
     expected = 0.01 / 2 * sum(float(tf.reduce_sum(v ** 2)) for v in kernels)

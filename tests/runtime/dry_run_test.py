@@ -10,10 +10,10 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import dataset_info
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import dry_run
 from official_seg.runtime import gin_config
-from official_seg.training import model_fn as model_fn_lib
 from tests import testing_utils
 
 _REPO = testing_utils.REPO
@@ -23,7 +23,7 @@ def _trainable_parameters():
   """The quickstart model's trainable parameters, built on its own."""
   with tf.Graph().as_default():
     model = model_lib.build_model(
-        num_classes=model_fn_lib.segmentation_task().num_classes)
+        num_classes=dataset_info.DatasetInfo().num_classes)
     model(tf.zeros([1, 33, 33, 3]), training=True)
     return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_seg.data import tfexample
 from official_seg.runtime import experiment
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
@@ -54,7 +55,7 @@ class EvaluationTest(tf.test.TestCase):
   def _estimator(self, extra=()):
     testing_utils.parse_tiny_quickstart(self.data_dir, extra=extra)
     config = run_config_lib.build_run_config(self.model_dir)
-    return run_config_lib.build_estimator(config)
+    return estimator_lib.build_estimator(config)[:3]
 
   def _evaluate(self, extra=()):
     estimator, _, eval_fn = self._estimator(extra)

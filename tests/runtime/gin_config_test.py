@@ -7,8 +7,8 @@ from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg.data import dataset_info
 from official_seg.runtime import gin_config
-from official_seg.training import model_fn as model_fn_lib
 from official_seg.modeling import model as model_lib
 from official_seg.training import schedules
 
@@ -44,7 +44,7 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters(*_FILES)
   def test_parses_and_builds(self, name):
     gin_config.parse(_files_for(name), _MACROS)
-    task = model_fn_lib.segmentation_task()
+    task = dataset_info.DatasetInfo()
     with tf.Graph().as_default():
       model = model_lib.build_model(num_classes=task.num_classes)
       logits = model(tf.zeros([1, 65, 65, 3]), training=True)['logits']

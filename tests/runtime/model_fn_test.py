@@ -3,9 +3,14 @@
 import os
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import dataset_info
+from official_seg.runtime import model_fn as model_fn_lib
+
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
@@ -22,7 +27,7 @@ class ModelFnTest(tf.test.TestCase, parameterized.TestCase):
         self.data_dir, train_steps=3,
         extra=[f'build_estimator.use_tpu_estimator = {use_tpu_estimator}'])
     config = run_config_lib.build_run_config(model_dir)
-    return run_config_lib.build_estimator(config)
+    return estimator_lib.build_estimator(config)[:3]
 
   @parameterized.named_parameters(('estimator', False),
                                   ('tpu_estimator', True))
@@ -61,6 +66,53 @@ class ModelFnTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(predictions[0]['probabilities'].sum(-1),
                         np.ones((41, 41)), rtol=1e-5)
     self.assertTrue(os.path.isdir(os.path.join(model_dir, 'eval')))
+
+  def _train_graph(self, options):
+    """Builds one TRAIN spec of a tiny model with `options`.
+
+    Returns:
+      (graph, the ops the train op runs: its inputs and control inputs).
+    """
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options)
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    with tf.Graph().as_default() as graph:
+      spec = model_fn({'image': tf.zeros([2, 33, 33, 3])},
+                      tf.zeros([2, 33, 33, 1], tf.int32),
+                      tf.estimator.ModeKeys.TRAIN, {'use_tpu': False}, config)
+    runs, pending = set(), [spec.train_op]
+    while pending:
+      op = pending.pop()
+      if op not in runs:
+        runs.add(op)
+        pending += [t.op for t in op.inputs] + list(op.control_inputs)
+    return graph, runs
+
+  @parameterized.parameters(True, False)
+  def test_jit_compile_marks_the_model_ops(self, jit_compile):
+    graph, _ = self._train_graph(model_fn_lib.ModelFnOptions(
+        jit_compile=jit_compile))
+    compiled = {op.type for op in graph.get_operations()
+                if op.node_def.attr['_XlaCompile'].b}
+    if jit_compile:
+      self.assertContainsSubset({'Conv2D', 'Conv2DBackpropFilter'}, compiled)
+    else:
+      self.assertEmpty(compiled)
+
+  @parameterized.parameters(True, False)
+  def test_fine_tune_batch_norm_decides_the_statistics_updates(self, fine_tune):
+    _, runs = self._train_graph(model_fn_lib.ModelFnOptions(
+        fine_tune_batch_norm=fine_tune))
+    # Batch norm's moving statistics change only through AssignMovingAvg
+    # updates; the train op runs them only in training mode.
+    updates = [op for op in runs if op.type == 'AssignSubVariableOp'
+               and 'AssignMovingAvg' in op.name]
+    self.assertEqual(bool(updates), fine_tune)
+
+  def test_unknown_precision_names_the_binding(self):
+    gin.clear_config()
+    with self.assertRaisesRegex(ValueError, r'ModelFnOptions.precision=.fp8'):
+      model_fn_lib.ModelFnOptions(precision='fp8')
 
 
 if __name__ == '__main__':

@@ -11,6 +11,8 @@ import tensorflow as tf
 from official_seg.data import input_fn as input_lib
 from official_seg.runtime import cluster
 from official_seg.runtime import gin_config
+from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
 from tests import testing_utils
@@ -44,7 +46,7 @@ class TpuPlatformTest(tf.test.TestCase):
   def test_trains_and_evaluates_exactly_through_tpu_estimator_on_cpu(self):
     _parse(self.data_dir, 'tpu.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    estimator, train_fn, eval_fn = run_config_lib.build_estimator(config)
+    estimator, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
     self.assertIsInstance(estimator, tpu_estimator.TPUEstimator)
     self.assertEqual(config.tpu_config.per_host_input_for_training,
                      tf.compat.v1.estimator.tpu.InputPipelineConfig.PER_HOST_V2)
@@ -77,23 +79,26 @@ class TpuPlatformTest(tf.test.TestCase):
   def test_model_fn_computes_in_bfloat16_and_restores_the_policy(self):
     _parse(self.data_dir, 'tpu.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    self._assert_bfloat16_step(tpu_estimator.tpu_model_fn, config,
+    built = estimator_lib.build_estimator(config)
+    self._assert_bfloat16_step(built.model_fn, config,
                                {'use_tpu': False, 'batch_size': 2})
 
   def test_bfloat16_with_a_one_device_estimator(self):
     _parse(self.data_dir, 'bfloat16.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    estimator, _, _ = run_config_lib.build_estimator(config)
-    self.assertIsInstance(estimator, tf.estimator.Estimator)
-    self._assert_bfloat16_step(run_config_lib.estimator_model_fn, config,
-                               {'use_tpu': False})
+    built = estimator_lib.build_estimator(config)
+    self.assertIsInstance(built.estimator, tf.estimator.Estimator)
+    self._assert_bfloat16_step(
+        model_fn_lib.estimator_model_fn(built.model_fn), config,
+        {'use_tpu': False})
 
   def test_mixed_precision_with_a_strategy_names_both_bindings(self):
     _parse(self.data_dir, 'bfloat16.gin')
     config = mock.Mock(train_distribute=mock.Mock())
     with self.assertRaisesRegex(
-        ValueError, r'mixed_precision_policy.*train_distribute.*tpu\.gin'):
-      tpu_estimator.check_precision_supported(config)
+        ValueError, r'ModelFnOptions.precision.*train_distribute.*tpu\.gin'):
+      estimator_lib.check_precision(
+          gin_config.binding('ModelFnOptions.precision'), config)
 
   def test_tpu_batch_split_names_both_numbers(self):
     _parse(self.data_dir, 'tpu.gin')
@@ -102,7 +107,7 @@ class TpuPlatformTest(tf.test.TestCase):
     config.tpu_config.num_shards = 8
     with self.assertRaisesRegex(ValueError,
                                 r'train_batch_size=2 .* 8 replicas'):
-      run_config_lib.build_estimator(config)
+      estimator_lib.build_estimator(config)
 
   def test_bad_input_pipeline_name_names_the_binding(self):
     with self.assertRaisesRegex(ValueError, 'per_host_input_for_training'):
@@ -119,9 +124,9 @@ class TpuPlatformTest(tf.test.TestCase):
   def test_tpu_eval_steps_cover_the_padded_split(self):
     testing_utils.parse_tiny_quickstart(self.data_dir)
     self.assertEqual(tpu_estimator.count_batches(
-        input_lib.make_input_fn(is_training=False), 2), 3)
+        testing_utils.make_input_fn(False), 2), 3)
     self.assertEqual(tpu_estimator.count_batches(
-        input_lib.make_input_fn(is_training=False), 5), 1)
+        testing_utils.make_input_fn(False), 5), 1)
 
 
 class CrossShardBatchNormTest(tf.test.TestCase):
@@ -176,16 +181,16 @@ class StrategyPlatformTest(tf.test.TestCase, parameterized.TestCase):
     _parse(self.data_dir, 'multi_gpu.gin', extra=[_TWO_CPUS])
     config = run_config_lib.build_run_config(self.model_dir)
     self.assertEqual(config.train_distribute.num_replicas_in_sync, 2)
-    _, train_fn, eval_fn = run_config_lib.build_estimator(config)
+    _, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
     self.assertEqual(train_fn({}).element_spec[0]['image'].shape[0], 1)
     self.assertEqual(eval_fn({}).element_spec[0]['image'].shape[0], 2)
 
   def test_first_replica_of_a_strategy(self):
     strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
     first = strategy.experimental_local_results(
-        strategy.run(run_config_lib.is_first_replica))
+        strategy.run(model_fn_lib.is_first_replica))
     self.assertEqual(list(first), [True, False])
-    self.assertTrue(run_config_lib.is_first_replica())
+    self.assertTrue(model_fn_lib.is_first_replica())
 
   def test_the_evaluator_does_not_build_the_strategy(self):
     _parse(self.data_dir, 'multi_worker.gin')

@@ -4,8 +4,8 @@ from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
-from official_seg.training import model_fn as model_fn_lib
 from tests import testing_utils
 
 
@@ -13,13 +13,13 @@ class RunConfigTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters((8, 1, 8), (8, 2, 4), (12, 4, 3))
   def test_even_split(self, global_batch, replicas, expected):
-    self.assertEqual(run_config_lib.per_replica_batch_size(
+    self.assertEqual(estimator_lib.per_replica_batch_size(
         global_batch, replicas, 'TRAIN_BATCH_SIZE'), expected)
 
   def test_uneven_split_names_both_numbers(self):
     with self.assertRaisesRegex(ValueError,
                                 r'TRAIN_BATCH_SIZE=10 .* 4 replicas'):
-      run_config_lib.per_replica_batch_size(10, 4, 'TRAIN_BATCH_SIZE')
+      estimator_lib.per_replica_batch_size(10, 4, 'TRAIN_BATCH_SIZE')
 
   def test_estimator_with_a_strategy_checks_the_batch(self):
     data_dir = self.create_tempdir().full_path
@@ -30,7 +30,7 @@ class RunConfigTest(tf.test.TestCase, parameterized.TestCase):
     ])
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     with self.assertRaisesRegex(ValueError, r'=3 .* 2 replicas'):
-      run_config_lib.build_estimator(config)
+      estimator_lib.build_estimator(config)
 
   def test_thread_counts_keep_estimators_session_defaults(self):
     data_dir = self.create_tempdir().full_path
@@ -44,16 +44,6 @@ class RunConfigTest(tf.test.TestCase, parameterized.TestCase):
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     # No thread counts: the Estimator's own default session config.
     self.assertIsNone(config.session_config)
-
-  @parameterized.parameters(True, False)
-  def test_xla_scope_marks_the_model_ops(self, jit_compile):
-    gin.clear_config()
-    with tf.Graph().as_default() as graph:
-      with model_fn_lib.xla_scope(jit_compile=jit_compile):
-        tf.nn.relu(tf.zeros([2]))
-    compiled = [op for op in graph.get_operations()
-                if op.node_def.attr['_XlaCompile'].b]
-    self.assertLen(compiled, 2 if jit_compile else 0)
 
 
 if __name__ == '__main__':

@@ -128,13 +128,6 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
       with self.assertRaisesRegex(ValueError, message):
         _two_layer_step()
 
-  @parameterized.parameters((True, True, True), (True, False, False),
-                            (False, True, False), (False, False, False))
-  def test_model_training_flag(self, is_training, fine_tune_batch_norm,
-                               expected):
-    self.assertIs(optimizers.model_training_flag(
-        is_training, fine_tune_batch_norm=fine_tune_batch_norm), expected)
-
 
 if __name__ == '__main__':
   tf.test.main()

@@ -27,7 +27,8 @@ CLOSED_FORMS = {
                          BASE * 0.5 * (1 + math.cos(math.pi * min(s, STEPS) / STEPS))),
     'exponential': lambda s: BASE * 0.1 ** (s / STEPS),
     'constant': lambda s: s / WARMUP * BASE if s < WARMUP else BASE,
-    'step': lambda s: 0.007 if s <= 600 else (0.0007 if s <= 850 else 0.00007),
+    # Boundaries at 60% and 85% of TRAIN_STEPS, rates BASE, BASE/10, BASE/100.
+    'step': lambda s: BASE if s <= 600 else (BASE / 10 if s <= 850 else BASE / 100),
 }
 
 
@@ -41,8 +42,7 @@ class SchedulesTest(tf.test.TestCase, parameterized.TestCase):
   def test_gin_schedule_matches_closed_form(self, name):
     gin_config.parse([f'schedules/{name}.gin'], [
         f'BASE_LEARNING_RATE = {BASE}', f'TRAIN_STEPS = {STEPS}',
-        f'WARMUP_STEPS = {WARMUP}', f'SLOW_START_STEPS = {WARMUP}',
-        'STEP_BOUNDARIES = [600, 850]'], finalize=False)
+        f'WARMUP_STEPS = {WARMUP}', f'SLOW_START_STEPS = {WARMUP}'], finalize=False)
     for step in (0, 1, 50, 99, 100, 101, 400, 600, 601, 850, 851, 999, 1000,
                  1500):
       rate = float(schedules.learning_rate(tf.constant(step, tf.int64)))

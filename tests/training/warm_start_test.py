@@ -15,6 +15,7 @@ from official.vision.modeling import decoders
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.modeling import model as model_lib
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
 from tests import testing_utils
@@ -91,8 +92,8 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     testing_utils.write_tiny_dataset(cls.data_dir, num_train=4, num_val=1)
     cls.source_dir = os.path.join(cls.root, 'source')
     testing_utils.parse_tiny_quickstart(cls.data_dir, extra=FIVE_CLASSES)
-    estimator, train_fn, _ = run_config_lib.build_estimator(
-        run_config_lib.build_run_config(cls.source_dir))
+    estimator, train_fn, _ = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(cls.source_dir))[:3]
     estimator.train(train_fn, max_steps=2)
     cls.source_ckpt = estimator.latest_checkpoint()
     cls.object_ckpt, cls.object_backbone, cls.object_decoder = (
@@ -109,8 +110,8 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
 
   def _train(self, model_dir, extra, max_steps, data_dir=None):
     testing_utils.parse_tiny_quickstart(data_dir or self.data_dir, extra=extra)
-    estimator, train_fn, _ = run_config_lib.build_estimator(
-        run_config_lib.build_run_config(model_dir))
+    estimator, train_fn, _ = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(model_dir))[:3]
     hook = _InitialValues()
     estimator.train(train_fn, max_steps=max_steps, hooks=[hook])
     return hook.values, estimator.latest_checkpoint()

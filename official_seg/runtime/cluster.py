@@ -70,7 +70,12 @@ def trains():
 
 
 def is_chief():
-  """Whether this process is the chief trainer (or the only process)."""
+  """Whether this process is the chief trainer (or the only process).
+
+  Kept beside `RunConfig.is_chief`, which is True only for a 'chief' task:
+  a strategy cluster without one makes worker 0 its chief, and the chief's
+  hooks are chosen here before the strategy hands out per-worker configs.
+  """
   task_type, index = task()
   if task_type in (None, 'chief'):
     return True

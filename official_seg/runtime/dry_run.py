@@ -57,7 +57,7 @@ def _without_cluster():
 
 def _replicas(config):
   """Replicas of one step; a multi-worker strategy has some on every trainer."""
-  replicas = run_config_lib.num_replicas(config)
+  replicas = estimator_lib.num_replicas(config)
   if isinstance(config.train_distribute,
                 tf.distribute.MultiWorkerMirroredStrategy):
     spec = cluster.cluster_spec()
@@ -69,7 +69,7 @@ def _batch_line(name, global_batch, replicas):
   if not replicas:
     return (f'{name}: global {global_batch}; the TPU splits it over its cores '
             '(bind build_run_config.num_shards to check the split here)')
-  share = run_config_lib.per_replica_batch_size(global_batch, replicas, name)
+  share = estimator_lib.per_replica_batch_size(global_batch, replicas, name)
   return f'{name}: global {global_batch} = {replicas} replica(s) x {share}'
 
 

@@ -68,7 +68,8 @@ def step_decay(base_learning_rate=gin.REQUIRED, train_steps=gin.REQUIRED,
     ValueError: the fractions are not increasing within (0, 1).
   """
   fractions = list(boundary_fractions)
-  if not all(0 < a < b < 1 for a, b in zip([0] + fractions, fractions + [1])):
+  if fractions != sorted(set(fractions)) or not all(
+      0 < f < 1 for f in fractions):
     raise ValueError('schedules.step_decay.boundary_fractions must increase '
                      f'within (0, 1), got {fractions}.')
   return _SCHEDULES.PiecewiseConstantDecay(

@@ -53,6 +53,11 @@ class SchedulesTest(tf.test.TestCase, parameterized.TestCase):
     rate = schedules.learning_rate(tf.constant(7, tf.int64), schedule=0.25)
     self.assertAllClose(float(rate), 0.25)
 
+  @parameterized.parameters([0.5, 0.4], [0.0, 0.5], [0.5, 1.0], [0.5, 0.5])
+  def test_step_decay_names_bad_fractions(self, *fractions):
+    with self.assertRaisesRegex(ValueError, 'boundary_fractions'):
+      schedules.step_decay(0.1, 1000, boundary_fractions=list(fractions))
+
 
 if __name__ == '__main__':
   tf.test.main()

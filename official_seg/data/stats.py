@@ -19,10 +19,7 @@ _SIDE_BIN = 100
 
 def _label_counts(serialized):
   """The label size and value histogram of one record, without the image."""
-  parsed = tf.io.parse_single_example(
-      serialized,
-      {tfexample.LABEL_ENCODED: tf.io.FixedLenFeature((), tf.string)})
-  label = tf.io.decode_png(parsed[tfexample.LABEL_ENCODED], channels=1)
+  label = tfexample.Decoder().decode_label(serialized)
   counts = tf.math.bincount(tf.cast(label, tf.int32), minlength=256,
                             maxlength=256, dtype=tf.int64)
   return tf.shape(label)[:2], counts

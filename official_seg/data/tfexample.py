@@ -106,8 +106,18 @@ def write_shards(examples, output_dir, split, num_shards):
 _PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
 
-def _is_png(encoded):
-  return tf.equal(tf.strings.substr(encoded, 0, 8), _PNG_MAGIC)
+def is_png(encoded):
+  """Whether encoded images start with the PNG signature.
+
+  The companion of `tf.io.is_jpeg`, which TensorFlow has no PNG twin of.
+
+  Args:
+    encoded: tf.string of any shape, encoded images.
+
+  Returns:
+    tf.bool of the shape of `encoded`.
+  """
+  return tf.equal(tf.strings.substr(encoded, 0, len(_PNG_MAGIC)), _PNG_MAGIC)
 
 
 def _assert_with_filename(condition, filename, message):
@@ -122,8 +132,23 @@ class Decoder:
     self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
                      LABEL_ENCODED: b''}
 
-  def _checked_inputs(self, serialized):
-    """(image bytes, label bytes, filename) after checks naming the file."""
+  def encoded(self, serialized):
+    """The encoded image and label of one example, checked but not decoded.
+
+    Args:
+      serialized: scalar tf.string, a serialized `tf.train.Example`.
+
+    Returns:
+      (image, label, filename): scalar tf.string each; the image is JPEG or
+      PNG bytes, the label PNG bytes.
+
+    Raises:
+      tf.errors.DataLossError: at run time, for bytes that are not an
+        Example.
+      tf.errors.InvalidArgumentError: at run time, when the image is not a
+        JPEG or PNG or the label not a PNG; the message names the example's
+        filename.
+    """
     values, _ = example_proto.parse(serialized, self._strings, {})
     # Invalid UTF-8 in a (corrupt) filename would make the error messages
     # that quote it fail to decode in Python; replace those bytes.
@@ -133,9 +158,9 @@ class Decoder:
     image, label = values[IMAGE_ENCODED], values[LABEL_ENCODED]
     checks = [
         _assert_with_filename(
-            tf.logical_or(tf.io.is_jpeg(image), _is_png(image)), filename,
+            tf.logical_or(tf.io.is_jpeg(image), is_png(image)), filename,
             f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
-        _assert_with_filename(_is_png(label), filename,
+        _assert_with_filename(is_png(label), filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
     with tf.control_dependencies(checks):
@@ -159,7 +184,7 @@ class Decoder:
         JPEG or PNG, the label not a PNG, or their sizes differ; the message
         names the example's filename.
     """
-    image_bytes, label_bytes, filename = self._checked_inputs(serialized)
+    image_bytes, label_bytes, filename = self.encoded(serialized)
     # decode_image handles JPEG and PNG alike; expand_animations=False keeps
     # the rank static at 3, which the rest of the pipeline relies on.
     image = tf.io.decode_image(image_bytes, channels=3,
@@ -179,3 +204,18 @@ class Decoder:
         'height': image_size[0],
         'width': image_size[1],
     }
+
+  def decode_label(self, serialized):
+    """Decodes the label of one serialized example, leaving the image encoded.
+
+    Args:
+      serialized: scalar tf.string, a serialized `tf.train.Example`.
+
+    Returns:
+      uint8 [H, W, 1].
+
+    Raises:
+      The run-time errors of `encoded`.
+    """
+    _, label_bytes, _ = self.encoded(serialized)
+    return tf.io.decode_png(label_bytes, channels=1)

@@ -1,4 +1,4 @@
-"""Label PNG encoding: lossless class ids, and values an 8-bit PNG cannot hold."""
+"""Label PNGs: lossless class ids, and values an 8-bit PNG cannot hold."""
 
 import io
 

@@ -54,7 +54,8 @@ class ImageExtensionsTest(tf.test.TestCase):
     for folder in ('img', 'mask'):
       os.makedirs(os.path.join(root, folder))
     stems = ['a', 'b', 'c', 'd', 'e']
-    for stem, name in zip(stems, ['a.jpg', 'b.JPEG', 'c.png', 'd.bmp', 'e.gif']):
+    names = ['a.jpg', 'b.JPEG', 'c.png', 'd.bmp', 'e.gif']
+    for stem, name in zip(stems, names):
       Image.new('RGB', (2, 2)).save(os.path.join(root, 'img', name))
       Image.new('L', (2, 2)).save(os.path.join(root, 'mask', f'{stem}.png'))
     pairs = layouts.folder_pairs(os.path.join(root, 'img'),

@@ -28,8 +28,8 @@ class ListImagesTest(tf.test.TestCase):
 
   def test_no_image_names_the_pattern_and_the_extensions(self):
     pattern = os.path.join(self.folder, '*.bmp')
-    with self.assertRaisesRegex(FileNotFoundError,
-                                rf"'{re.escape(pattern)}' names no .jpg/.jpeg/.png"):
+    expected = rf"'{re.escape(pattern)}' names no .jpg/.jpeg/.png"
+    with self.assertRaisesRegex(FileNotFoundError, expected):
       predictor.list_images(pattern)
 
 

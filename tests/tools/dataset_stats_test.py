@@ -1,4 +1,4 @@
-"""tools/dataset_stats.py: the dataset from gin files or flags, report, chart."""
+"""tools/dataset_stats.py: the dataset of gin files or flags; report, chart."""
 
 import os
 import subprocess

@@ -26,9 +26,9 @@ demo: $(BIN)/train_and_eval $(DATA)/val-00000-of-00004.tfrecord
 	  --model_dir=$(MODEL_DIR)
 	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
 	  --model_dir=$(MODEL_DIR) --mode=export
-	$(BIN)/python -c "from official_seg.export import predictor; \
-	  predictor.write_example_files('$(DATA)/val-00000-of-00004.tfrecord', \
-	  '$(VIS)/inputs', 4)"
+	$(BIN)/python tools/write_examples.py \
+	  --input=$(DATA)/val-00000-of-00004.tfrecord --output_dir=$(VIS)/inputs \
+	  --count=4
 	$(BIN)/python tools/predict.py --model_dir=$(MODEL_DIR) \
 	  --input=$(VIS)/inputs/images --label_dir=$(VIS)/inputs/labels \
 	  --output_dir=$(VIS)

@@ -35,8 +35,10 @@ flags.DEFINE_string('label_subdir', None,
                     'train_aug; default SegmentationClassRaw or '
                     'SegmentationClass.')
 flags.DEFINE_string('dataset_gin', None,
-                    'Gin file with NUM_CLASSES, IGNORE_LABEL, CLASS_NAMES; '
-                    'default the shipped file of the layout.')
+                    'Gin file setting the dataset macros (NUM_CLASSES, '
+                    'CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, '
+                    'EVAL_SPLIT) as gin/datasets/*.gin do; default the '
+                    'shipped file of the layout.')
 flags.DEFINE_integer('num_classes', None,
                      'folders without --dataset_gin: number of classes.')
 flags.DEFINE_integer('ignore_label', 255,
@@ -45,23 +47,31 @@ flags.mark_flags_as_required(['layout', 'output_dir'])
 FLAGS = flags.FLAGS
 
 
-def _info(dataset_info):
+def dataset():
+  """The `DatasetInfo` of --dataset_gin, the layout's file, or the flags.
+
+  Raises:
+    app.UsageError: the folders layout without --dataset_gin or
+      --num_classes.
+  """
+  # pylint: disable=g-import-not-at-top
+  from official_seg.data import dataset_info
+  from official_seg.runtime import gin_config
+  # pylint: enable=g-import-not-at-top
   gin_file = FLAGS.dataset_gin or layouts.LAYOUT_GIN_FILES.get(FLAGS.layout)
   if gin_file:
-    return dataset_info.from_gin([gin_file])
+    return gin_config.read_dataset([gin_file])
   if FLAGS.num_classes is None:
     raise app.UsageError('--layout=folders needs --dataset_gin or '
                          '--num_classes (and --ignore_label).')
-  return dataset_info.make_info(FLAGS.num_classes, FLAGS.ignore_label)
+  return dataset_info.DatasetInfo(num_classes=FLAGS.num_classes,
+                                  ignore_label=FLAGS.ignore_label)
 
 
 def main(argv):
   del argv  # Unused.
-  # pylint: disable=g-import-not-at-top
-  from official_seg.data import convert
-  from official_seg.data import dataset_info
-  # pylint: enable=g-import-not-at-top
-  info = _info(dataset_info)
+  from official_seg.data import convert  # pylint: disable=g-import-not-at-top
+  info = dataset()
   lookup = layouts.layout_lookup(FLAGS.layout, info.num_classes,
                                  info.ignore_label)
   valid_text = convert.valid_label_text(FLAGS.layout, info)

@@ -5,11 +5,15 @@
     --num_classes=5 --chart=/tmp/mine.png
 """
 
+import dataclasses
+
 from absl import app
 from absl import flags
 
 from official_seg.data import dataset_info
 from official_seg.data import stats
+from official_seg.evaluation import visualize
+from official_seg.runtime import gin_config
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin files that set the dataset '
                           'macros (NUM_CLASSES, DATA_DIR, ...).')
@@ -24,9 +28,16 @@ flags.DEFINE_string('chart', 'class_frequencies.png',
 FLAGS = flags.FLAGS
 
 
-def _info():
-  """The dataset from the gin files, with flags taking precedence."""
-  info = (dataset_info.from_gin(FLAGS.gin_file, FLAGS.gin_param)
+def dataset():
+  """The `DatasetInfo` of the gin files, flags taking precedence.
+
+  Its `train_split` is the split to read.
+
+  Raises:
+    app.UsageError: neither gin files nor --data_dir, --split and
+      --num_classes say which shards to read.
+  """
+  info = (gin_config.read_dataset(FLAGS.gin_file, FLAGS.gin_param)
           if FLAGS.gin_file else None)
   num_classes = FLAGS.num_classes or (info and info.num_classes)
   data_dir = FLAGS.data_dir or (info and info.data_dir)
@@ -37,20 +48,25 @@ def _info():
   ignore = FLAGS.ignore_label
   if ignore is None:
     ignore = info.ignore_label if info else 255
+  # Class names of the gin files fit only their own number of classes.
   names = (info.class_names if info and info.num_classes == num_classes
            else None)
-  return dataset_info.make_info(num_classes, ignore, names), data_dir, split
+  fields = dict(num_classes=num_classes, class_names=names,
+                ignore_label=ignore, data_dir=data_dir, train_split=split)
+  return (dataclasses.replace(info, **fields) if info
+          else dataset_info.DatasetInfo(**fields))
 
 
 def main(argv):
   del argv  # Unused.
-  info, data_dir, split = _info()
-  result = stats.compute_stats(data_dir, split, info.num_classes,
-                               info.ignore_label)
-  title = f'Split {split!r} of {data_dir}'
+  info = dataset()
+  result = stats.compute_stats(info.data_dir, info.train_split,
+                               info.num_classes, info.ignore_label)
+  title = f'Split {info.train_split!r} of {info.data_dir}'
   weights = stats.median_frequency_weights(result)
   print(stats.format_report(result, info.class_names, weights, title))
-  stats.save_chart(result, info.class_names, FLAGS.chart, title)
+  visualize.save_class_share_chart(stats.class_shares(result),
+                                   info.class_names, FLAGS.chart, title)
   print(f'Chart: {FLAGS.chart}')
 
 

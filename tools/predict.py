@@ -19,8 +19,10 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from official_seg.data import dataset_info
 from official_seg.data import encode
+from official_seg.data import layouts
+from official_seg.data import palettes
+from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.evaluation import visualize
 from official_seg.export import predictor
@@ -33,9 +35,9 @@ flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.')
 flags.DEFINE_string('output_dir', None, 'Where to write the pictures.')
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
                     '<image stem>.png: also score mean and per-class IoU.')
-flags.DEFINE_enum('palette', None, list(visualize.PALETTE_NAMES),
-                  'Colours; default the export\'s PALETTE, else the shipped '
-                  'dataset whose class names the export has, else pascal_voc.')
+flags.DEFINE_enum('palette', None, list(palettes.PALETTE_NAMES),
+                  'Colours; default the palette of the export\'s dataset, '
+                  'else pascal_voc.')
 flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.')
 flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
                   '<stem>.png with Cityscapes label ids (test server format).')
@@ -44,26 +46,23 @@ flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir'],
                                      required=True)
 FLAGS = flags.FLAGS
 
-# The shipped dataset file of each palette, whose CLASS_NAMES identify it.
-_PALETTE_GIN_FILES = {
-    'pascal_voc': 'datasets/pascal_voc.gin',
-    'cityscapes': 'datasets/cityscapes.gin',
-    'ade20k': 'datasets/ade20k.gin',
-    'synthetic': 'datasets/synthetic.gin',
-}
 
+def choose_palette(metadata):
+  """--palette, else the export's `DatasetInfo.palette` (None: PASCAL VOC).
 
-def palette_name(metadata):
-  """--palette, else the export's PALETTE, else the dataset of its classes."""
+  Args:
+    metadata: dict, the export's segmentation.json; {} when it has none.
+
+  Returns:
+    uint8 [256, 3].
+
+  Raises:
+    ValueError: the export's palette is neither a known name nor a list of
+      [r, g, b].
+  """
   if FLAGS.palette:
-    return FLAGS.palette
-  if metadata.get('palette'):
-    return metadata['palette']
-  for name, gin_file in _PALETTE_GIN_FILES.items():
-    info = dataset_info.from_gin([gin_file])
-    if list(info.class_names) == metadata.get('class_names'):
-      return name
-  return 'pascal_voc'
+    return palettes.get_palette(FLAGS.palette)
+  return palettes.resolve(metadata.get('palette'))
 
 
 def _stems(paths):
@@ -99,7 +98,7 @@ def _write_outputs(stem, image, labels, palette):
   if FLAGS.cityscapes_label_ids:
     visualize.write_label_png(
         join(FLAGS.output_dir, 'label_ids', stem + '.png'),
-        predictor.to_cityscapes_label_ids(labels))
+        layouts.to_cityscapes_label_ids(labels))
 
 
 def _dataset(metadata):
@@ -114,8 +113,8 @@ def _dataset(metadata):
 
 def _report(confusion, class_names, num_images, global_step):
   """Prints the IoU table and saves metrics.json and the two charts."""
-  record = predictor.metrics_record(confusion, class_names, global_step)
-  record['num_images'] = num_images
+  record = results.record_from_confusion(confusion, class_names, num_images,
+                                         global_step)
   print(results.format_table(record))
   with open(os.path.join(FLAGS.output_dir, 'metrics.json'), 'w') as f:
     json.dump(dict(record, confusion_matrix=confusion.tolist()), f, indent=2)
@@ -142,7 +141,7 @@ def _predict_all(model, stems, palette, dataset):
                                expand_animations=False).numpy()
     _write_outputs(stem, image, labels, palette)
     if dataset:
-      confusion += predictor.confusion_matrix(
+      confusion += metrics.confusion_matrix(
           encode.read_label(_label_path(stem)), labels, len(dataset[0]),
           dataset[1])
     progress.update(index + 1)
@@ -158,7 +157,7 @@ def main(argv):
   metadata = model.metadata or {}
   dataset = _dataset(metadata) if FLAGS.label_dir else None
   stems = _stems(predictor.list_images(FLAGS.input))
-  palette = visualize.get_palette(palette_name(metadata))
+  palette = choose_palette(metadata)
   kinds = ['labels', 'colored', 'overlay'] + (
       ['label_ids'] if FLAGS.cityscapes_label_ids else [])
   for kind in kinds:

@@ -111,10 +111,40 @@ def map_label(values, lookup, path, valid_text):
   return mapped.astype(np.uint8)
 
 
-def encode_png(label):
-  """Encodes a uint8 [H, W] class map as a single-channel (grey) PNG."""
+def checked_labels(labels):
+  """Class ids as the uint8 values of an 8-bit label PNG.
+
+  Args:
+    labels: int [H, W], class ids.
+
+  Returns:
+    uint8 [H, W].
+
+  Raises:
+    ValueError: a value outside 0-255; the message gives the range found.
+  """
+  labels = np.asarray(labels)
+  if labels.dtype != np.uint8 and labels.size and (
+      labels.min() < 0 or labels.max() > 255):
+    raise ValueError(f'Label values must lie in 0-255 (8-bit PNG); got '
+                     f'{labels.min()} to {labels.max()}.')
+  return labels.astype(np.uint8)
+
+
+def encode_png(labels):
+  """Encodes class ids as a single-channel (grey) 8-bit PNG, losslessly.
+
+  Args:
+    labels: int [H, W], class ids in 0-255.
+
+  Returns:
+    bytes.
+
+  Raises:
+    ValueError: a value outside 0-255.
+  """
   buffer = io.BytesIO()
-  Image.fromarray(label, mode='L').save(buffer, format='PNG')
+  Image.fromarray(checked_labels(labels), mode='L').save(buffer, format='PNG')
   return buffer.getvalue()
 
 

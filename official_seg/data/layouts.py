@@ -24,8 +24,14 @@ CITYSCAPES_TRAIN_IDS = {
     7: 0, 8: 1, 11: 2, 12: 3, 13: 4, 17: 5, 19: 6, 20: 7, 21: 8, 22: 9,
     23: 10, 24: 11, 25: 12, 26: 13, 27: 14, 28: 15, 31: 16, 32: 17, 33: 18}
 CITYSCAPES_NUM_IDS = 34
+# Train id -> label id, the Cityscapes benchmark server's format.
+CITYSCAPES_LABEL_IDS = {train_id: label_id for label_id, train_id
+                        in CITYSCAPES_TRAIN_IDS.items()}
 ADE20K_SPLIT_DIRS = {'train': 'training', 'val': 'validation'}
-IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp')
+# The image files the records and a served model accept: JPEG and PNG.
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png')
+# The folders layout also reads BMP: conversion re-encodes it as PNG.
+_FOLDER_IMAGE_EXTENSIONS = IMAGE_EXTENSIONS + ('.bmp',)
 
 # name: the image's path relative to the dataset root, stored in the record
 # and named in errors; image, label: absolute paths.
@@ -65,6 +71,30 @@ def layout_lookup(layout, num_classes, ignore_label):
   """The `label_lookup` of a layout (Cityscapes maps ids to train ids)."""
   source_ids = CITYSCAPES_TRAIN_IDS if layout == 'cityscapes' else None
   return label_lookup(num_classes, ignore_label, source_ids)
+
+
+def to_cityscapes_label_ids(train_ids):
+  """Maps Cityscapes train ids (0-18) back to label ids, as the server wants.
+
+  Args:
+    train_ids: int [H, W], predicted train ids.
+
+  Returns:
+    uint8 [H, W] label ids.
+
+  Raises:
+    ValueError: a value is not a Cityscapes train id.
+  """
+  lookup = np.full(256, -1, np.int64)
+  for train_id, label_id in CITYSCAPES_LABEL_IDS.items():
+    lookup[train_id] = label_id
+  train_ids = np.asarray(train_ids)
+  label_ids = lookup[np.clip(train_ids, 0, 255)]
+  bad = (train_ids < 0) | (train_ids > 255) | (label_ids < 0)
+  if bad.any():
+    raise ValueError(f'{np.unique(train_ids[bad])} are not Cityscapes train '
+                     'ids (0-18); was the model trained on Cityscapes?')
+  return label_ids.astype(np.uint8)
 
 
 def read_split_list(path):
@@ -219,7 +249,7 @@ def folder_pairs(image_dir, label_dir, split, split_list_dir=None):
     if not folder or not os.path.isdir(folder):
       raise DatasetError(f'{flag} {folder!r} is not a folder; the folders '
                          'layout needs --image_dir and --label_dir.')
-  images = _files_by_stem(image_dir, IMAGE_EXTENSIONS)
+  images = _files_by_stem(image_dir, _FOLDER_IMAGE_EXTENSIONS)
   if split_list_dir:
     list_path = os.path.join(split_list_dir, f'{split}.txt')
     names, source = read_split_list(list_path), f'split list {list_path}'

@@ -19,10 +19,7 @@ _SIDE_BIN = 100
 
 def _label_counts(serialized):
   """The label size and value histogram of one record, without the image."""
-  parsed = tf.io.parse_single_example(
-      serialized,
-      {tfexample.LABEL_ENCODED: tf.io.FixedLenFeature((), tf.string)})
-  label = tf.io.decode_png(parsed[tfexample.LABEL_ENCODED], channels=1)
+  label = tfexample.Decoder().decode_label(serialized)
   counts = tf.math.bincount(tf.cast(label, tf.int32), minlength=256,
                             maxlength=256, dtype=tf.int64)
   return tf.shape(label)[:2], counts
@@ -134,20 +131,3 @@ def format_report(stats, class_names, weights, title):
   lines.append('Suggested class weights (median frequency balancing):')
   lines.append(gin_snippet(weights))
   return '\n'.join(lines)
-
-
-def save_chart(stats, class_names, path, title):
-  """Saves a bar chart of class pixel shares as a PNG (matplotlib, Agg)."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')  # No display on servers and in CI.
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  shares = class_shares(stats)
-  figure, axes = pyplot.subplots(
-      figsize=(max(6, 0.3 * len(class_names)), 4), layout='constrained')
-  axes.bar(range(len(class_names)), shares)
-  axes.set_xticks(range(len(class_names)), class_names, rotation=90,
-                  fontsize=7)
-  axes.set_ylabel('% of labelled pixels')
-  axes.set_title(title)
-  figure.savefig(path, dpi=100)
-  pyplot.close(figure)

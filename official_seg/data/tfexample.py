@@ -107,8 +107,17 @@ _PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
 
 def is_png(encoded):
-  """bool scalar: the bytes start with the PNG signature."""
-  return tf.equal(tf.strings.substr(encoded, 0, 8), _PNG_MAGIC)
+  """Whether encoded images start with the PNG signature.
+
+  The companion of `tf.io.is_jpeg`, which TensorFlow has no PNG twin of.
+
+  Args:
+    encoded: tf.string of any shape, encoded images.
+
+  Returns:
+    tf.bool of the shape of `encoded`.
+  """
+  return tf.equal(tf.strings.substr(encoded, 0, len(_PNG_MAGIC)), _PNG_MAGIC)
 
 
 def decode_rgb(encoded):
@@ -138,8 +147,23 @@ class Decoder:
     self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
                      LABEL_ENCODED: b''}
 
-  def _checked_inputs(self, serialized):
-    """(image bytes, label bytes, filename) after checks naming the file."""
+  def encoded(self, serialized):
+    """The encoded image and label of one example, checked but not decoded.
+
+    Args:
+      serialized: scalar tf.string, a serialized `tf.train.Example`.
+
+    Returns:
+      (image, label, filename): scalar tf.string each; the image is JPEG or
+      PNG bytes, the label PNG bytes.
+
+    Raises:
+      tf.errors.DataLossError: at run time, for bytes that are not an
+        Example.
+      tf.errors.InvalidArgumentError: at run time, when the image is not a
+        JPEG or PNG or the label not a PNG; the message names the example's
+        filename.
+    """
     values, _ = example_proto.parse(serialized, self._strings, {})
     # Invalid UTF-8 in a (corrupt) filename would make the error messages
     # that quote it fail to decode in Python; replace those bytes.
@@ -175,7 +199,7 @@ class Decoder:
         JPEG or PNG, the label not a PNG, or their sizes differ; the message
         names the example's filename.
     """
-    image_bytes, label_bytes, filename = self._checked_inputs(serialized)
+    image_bytes, label_bytes, filename = self.encoded(serialized)
     image = decode_rgb(image_bytes)
     label = tf.io.decode_png(label_bytes, channels=1)
     image_size = tf.shape(image)[:2]
@@ -192,3 +216,18 @@ class Decoder:
         'height': image_size[0],
         'width': image_size[1],
     }
+
+  def decode_label(self, serialized):
+    """Decodes the label of one serialized example, leaving the image encoded.
+
+    Args:
+      serialized: scalar tf.string, a serialized `tf.train.Example`.
+
+    Returns:
+      uint8 [H, W, 1].
+
+    Raises:
+      The run-time errors of `encoded`.
+    """
+    _, label_bytes, _ = self.encoded(serialized)
+    return tf.io.decode_png(label_bytes, channels=1)

@@ -32,6 +32,36 @@ def confusion_matrices(labels, predictions, num_classes, ignore_label):
   return tf.reshape(counts, [batch, num_classes, num_classes])
 
 
+def confusion_matrix(labels, predictions, num_classes, ignore_label):
+  """The confusion matrix of one image, from NumPy arrays.
+
+  Args:
+    labels: int [H, W] ground truth; `ignore_label` pixels count nowhere.
+    predictions: int [H, W] class ids.
+    num_classes: int, C.
+    ignore_label: int.
+
+  Returns:
+    int64 [C, C] NumPy array; rows true class, columns predicted.
+
+  Raises:
+    ValueError: sizes differ, or a label is neither a class nor ignored.
+  """
+  labels = np.asarray(labels, np.int32)
+  if labels.shape != np.shape(predictions):
+    raise ValueError(f'Label of size {labels.shape} and prediction of size '
+                     f'{np.shape(predictions)} differ.')
+  stray = (labels != ignore_label) & ((labels < 0) | (labels >= num_classes))
+  if stray.any():
+    raise ValueError(f'Label values {np.unique(labels[stray])} are neither a '
+                     f'class (0-{num_classes - 1}) nor the ignore label '
+                     f'{ignore_label}.')
+  confusion = confusion_matrices(
+      labels[None], np.asarray(predictions, np.int32)[None], num_classes,
+      ignore_label)
+  return confusion.numpy()[0].astype(np.int64)
+
+
 def iou_from_confusion(confusion):
   """Per-class IoU, mean IoU and pixel accuracy from a confusion matrix.
 

@@ -20,6 +20,19 @@ def _number(value):
   return None if math.isnan(value) else value
 
 
+def _record(global_step, per_class_iou, mean_iou, pixel_accuracy,
+            num_images, **fields):
+  """The one shape of a metrics record; `fields` adds keys of its source."""
+  return dict(
+      global_step=None if global_step is None else int(global_step),
+      mean_iou=_number(mean_iou),
+      pixel_accuracy=_number(pixel_accuracy),
+      per_class_iou={name: _number(iou)
+                     for name, iou in per_class_iou.items()},
+      num_images=int(num_images),
+      **fields)
+
+
 def make_record(eval_result, checkpoint_path, class_names=None):
   """Turns an Estimator eval result dict into one metrics.jsonl record.
 
@@ -35,16 +48,32 @@ def make_record(eval_result, checkpoint_path, class_names=None):
   """
   names = class_names or [key[len(_IOU_PREFIX):] for key in eval_result
                           if key.startswith(_IOU_PREFIX)]
-  per_class = {name: _number(eval_result[_IOU_PREFIX + name]) for name in names}
-  return {
-      'global_step': int(eval_result['global_step']),
-      'checkpoint': checkpoint_path,
-      'mean_iou': _number(eval_result['mean_iou']),
-      'pixel_accuracy': _number(eval_result['pixel_accuracy']),
-      'per_class_iou': per_class,
-      'loss': _number(eval_result['loss']),
-      'num_images': int(eval_result['num_images']),
-  }
+  return _record(
+      eval_result['global_step'],
+      {name: eval_result[_IOU_PREFIX + name] for name in names},
+      eval_result['mean_iou'], eval_result['pixel_accuracy'],
+      eval_result['num_images'], checkpoint=checkpoint_path,
+      loss=_number(eval_result['loss']))
+
+
+def record_from_confusion(confusion, class_names, num_images,
+                          global_step=None):
+  """A metrics record of a summed confusion matrix, e.g. of scored images.
+
+  Args:
+    confusion: int [C, C] over all scored images, rows true class.
+    class_names: C names.
+    num_images: int, the images scored.
+    global_step: optional int, the step of the model's checkpoint.
+
+  Returns:
+    A JSON-serializable dict shaped like `make_record`'s, without
+    'checkpoint' and 'loss'; `format_table` prints it.
+  """
+  per_class, mean_iou, accuracy = metrics.iou_from_confusion(
+      tf.constant(confusion, tf.float64))
+  return _record(global_step, dict(zip(class_names, per_class.numpy())),
+                 mean_iou, accuracy, num_images)
 
 
 def _ends_mid_line(fd):

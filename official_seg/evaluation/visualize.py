@@ -1,106 +1,9 @@
-"""Label maps as pictures: palettes, colourised labels, overlays, charts."""
+"""Label maps and class statistics as pictures: colours, overlays, charts."""
 
 import numpy as np
 from PIL import Image
 
-PALETTE_NAMES = ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic')
-# Cityscapes' colours of the 19 train ids (cityscapesScripts' labels.py).
-_CITYSCAPES = (
-    (128, 64, 128), (244, 35, 232), (70, 70, 70), (102, 102, 156),
-    (190, 153, 153), (153, 153, 153), (250, 170, 30), (220, 220, 0),
-    (107, 142, 35), (152, 251, 152), (70, 130, 180), (220, 20, 60),
-    (255, 0, 0), (0, 0, 142), (0, 0, 70), (0, 60, 100), (0, 80, 100),
-    (0, 0, 230), (119, 11, 32))
-# DeepLab's ADE20K colour map (create_ade20k_label_colormap): 151 classes,
-# 0 ('other') black.
-_ADE20K = (
-    (0, 0, 0), (120, 120, 120), (180, 120, 120), (6, 230, 230), (80, 50, 50),
-    (4, 200, 3), (120, 120, 80), (140, 140, 140), (204, 5, 255),
-    (230, 230, 230), (4, 250, 7), (224, 5, 255), (235, 255, 7), (150, 5, 61),
-    (120, 120, 70), (8, 255, 51), (255, 6, 82), (143, 255, 140), (204, 255, 4),
-    (255, 51, 7), (204, 70, 3), (0, 102, 200), (61, 230, 250), (255, 6, 51),
-    (11, 102, 255), (255, 7, 71), (255, 9, 224), (9, 7, 230), (220, 220, 220),
-    (255, 9, 92), (112, 9, 255), (8, 255, 214), (7, 255, 224), (255, 184, 6),
-    (10, 255, 71), (255, 41, 10), (7, 255, 255), (224, 255, 8), (102, 8, 255),
-    (255, 61, 6), (255, 194, 7), (255, 122, 8), (0, 255, 20), (255, 8, 41),
-    (255, 5, 153), (6, 51, 255), (235, 12, 255), (160, 150, 20), (0, 163, 255),
-    (140, 140, 140), (250, 10, 15), (20, 255, 0), (31, 255, 0), (255, 31, 0),
-    (255, 224, 0), (153, 255, 0), (0, 0, 255), (255, 71, 0), (0, 235, 255),
-    (0, 173, 255), (31, 0, 255), (11, 200, 200), (255, 82, 0), (0, 255, 245),
-    (0, 61, 255), (0, 255, 112), (0, 255, 133), (255, 0, 0), (255, 163, 0),
-    (255, 102, 0), (194, 255, 0), (0, 143, 255), (51, 255, 0), (0, 82, 255),
-    (0, 255, 41), (0, 255, 173), (10, 0, 255), (173, 255, 0), (0, 255, 153),
-    (255, 92, 0), (255, 0, 255), (255, 0, 245), (255, 0, 102), (255, 173, 0),
-    (255, 0, 20), (255, 184, 184), (0, 31, 255), (0, 255, 61), (0, 71, 255),
-    (255, 0, 204), (0, 255, 194), (0, 255, 82), (0, 10, 255), (0, 112, 255),
-    (51, 0, 255), (0, 194, 255), (0, 122, 255), (0, 255, 163), (255, 153, 0),
-    (0, 255, 10), (255, 112, 0), (143, 255, 0), (82, 0, 255), (163, 255, 0),
-    (255, 235, 0), (8, 184, 170), (133, 0, 255), (0, 255, 92), (184, 0, 255),
-    (255, 0, 31), (0, 184, 255), (0, 214, 255), (255, 0, 112), (92, 255, 0),
-    (0, 224, 255), (112, 224, 255), (70, 184, 160), (163, 0, 255),
-    (153, 0, 255), (71, 255, 0), (255, 0, 163), (255, 204, 0), (255, 0, 143),
-    (0, 255, 235), (133, 255, 0), (255, 0, 235), (245, 0, 255), (255, 0, 122),
-    (255, 245, 0), (10, 190, 212), (214, 255, 0), (0, 204, 255), (20, 0, 255),
-    (255, 255, 0), (0, 153, 255), (0, 41, 255), (0, 255, 204), (41, 0, 255),
-    (41, 255, 0), (173, 0, 255), (0, 245, 255), (71, 0, 255), (122, 0, 255),
-    (0, 255, 184), (0, 92, 255), (184, 255, 0), (0, 133, 255), (255, 214, 0),
-    (25, 194, 194), (102, 255, 0), (92, 0, 255))
-# The synthetic dataset draws red disks, green boxes and blue triangles;
-# colours unlike those keep an overlay readable.
-_SYNTHETIC = ((0, 0, 0), (255, 215, 0), (255, 0, 255), (0, 255, 255))
-
-
-def pascal_voc_palette():
-  """DeepLab's PASCAL VOC colour map: label bits spread over R, G and B.
-
-  Returns:
-    uint8 [256, 3]; 0 is black, 255 (VOC's ignore label) (224, 224, 192).
-  """
-  palette = np.zeros((256, 3), np.int64)
-  ids = np.arange(256)
-  for shift in reversed(range(8)):
-    for channel in range(3):
-      palette[:, channel] |= ((ids >> channel) & 1) << shift
-    ids >>= 3
-  return palette.astype(np.uint8)
-
-
-def _padded(colours):
-  """Colours of the first ids, black for the rest of 0-255."""
-  palette = np.zeros((256, 3), np.uint8)
-  palette[:len(colours)] = colours
-  return palette
-
-
-def get_palette(name):
-  """The colours of class ids 0-255 in a dataset's palette.
-
-  Args:
-    name: one of `PALETTE_NAMES`.
-
-  Returns:
-    uint8 [256, 3]; ids a dataset does not name (its ignore label among them)
-    are black, except in 'pascal_voc', which colours all 256.
-
-  Raises:
-    ValueError: an unknown name; the message lists the known ones.
-  """
-  if name == 'pascal_voc':
-    return pascal_voc_palette()
-  named = {'cityscapes': _CITYSCAPES, 'ade20k': _ADE20K,
-           'synthetic': _SYNTHETIC}
-  if name not in named:
-    raise ValueError(f'Unknown palette {name!r}; use one of {PALETTE_NAMES}.')
-  return _padded(named[name])
-
-
-def _checked_labels(labels):
-  """`labels` as an int array, or ValueError when a value is outside 0-255."""
-  labels = np.asarray(labels)
-  if labels.size and (labels.min() < 0 or labels.max() > 255):
-    raise ValueError(f'Label values must lie in 0-255 (8-bit PNG); got '
-                     f'{labels.min()} to {labels.max()}.')
-  return labels.astype(np.int64)
+from official_seg.data import encode
 
 
 def colorize(labels, palette):
@@ -108,7 +11,7 @@ def colorize(labels, palette):
 
   Args:
     labels: int [H, W], class ids in 0-255.
-    palette: uint8 [256, 3], from `get_palette`.
+    palette: uint8 [256, 3], from `palettes.resolve`.
 
   Returns:
     uint8 [H, W, 3].
@@ -116,7 +19,7 @@ def colorize(labels, palette):
   Raises:
     ValueError: a label outside 0-255.
   """
-  return palette[_checked_labels(labels)]
+  return palette[encode.checked_labels(labels)]
 
 
 def overlay(image, labels, palette, alpha=0.5):
@@ -145,24 +48,35 @@ def overlay(image, labels, palette, alpha=0.5):
 def write_label_png(path, labels):
   """Writes class ids as a single-channel 8-bit PNG (the raw label map).
 
+  Args:
+    path: str, the PNG to write.
+    labels: int [H, W], class ids in 0-255.
+
   Raises:
     ValueError: a label outside 0-255.
   """
-  Image.fromarray(_checked_labels(labels).astype(np.uint8), mode='L').save(
-      path, format='PNG')
+  with open(path, 'wb') as f:
+    f.write(encode.encode_png(labels))
 
 
 def write_rgb_png(path, image):
-  """Writes uint8 [H, W, 3] as an RGB PNG."""
+  """Writes an RGB picture, uint8 [H, W, 3], as a PNG."""
   Image.fromarray(np.asarray(image, np.uint8), mode='RGB').save(path,
                                                                 format='PNG')
 
 
 def _pyplot():
+  """matplotlib's pyplot, drawing off-screen; imported when a chart is drawn."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')  # No display on servers and in CI.
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   return pyplot
+
+
+def _save(pyplot, figure, path):
+  """Writes the figure as a PNG and frees it: pyplot keeps figures open."""
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
 
 
 def save_confusion_heatmap(confusion, class_names, path, title=''):
@@ -192,8 +106,18 @@ def save_confusion_heatmap(confusion, class_names, path, title=''):
                 fontsize=7, color='white' if value > 0.5 else 'black')
   figure.colorbar(image, ax=axes, label='share of the true class')
   axes.set_title(title)
-  figure.savefig(path, dpi=100)
-  pyplot.close(figure)
+  _save(pyplot, figure, path)
+
+
+def _bar_chart(pyplot, names, values, ylabel, title):
+  """A figure of one bar per class, named below it; the caller saves it."""
+  figure, axes = pyplot.subplots(figsize=(max(6, 0.3 * len(names)), 4),
+                                 layout='constrained')
+  axes.bar(range(len(names)), values)
+  axes.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+  axes.set_ylabel(ylabel)
+  axes.set_title(title)
+  return figure, axes
 
 
 def save_iou_chart(per_class_iou, mean_iou, path, title=''):
@@ -209,15 +133,24 @@ def save_iou_chart(per_class_iou, mean_iou, path, title=''):
   names = list(per_class_iou)
   values = [per_class_iou[name] or 0.0 for name in names]
   pyplot = _pyplot()
-  figure, axes = pyplot.subplots(figsize=(max(6, 0.3 * len(names)), 4),
-                                 layout='constrained')
-  axes.bar(range(len(names)), values)
+  figure, axes = _bar_chart(pyplot, names, values, 'IoU', title)
   axes.axhline(mean_iou, color='black', linestyle='--',
                label=f'mean IoU {mean_iou:.4f}')
-  axes.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
   axes.set_ylim(0.0, 1.0)
-  axes.set_ylabel('IoU')
   axes.legend(loc='lower right')
-  axes.set_title(title)
-  figure.savefig(path, dpi=100)
-  pyplot.close(figure)
+  _save(pyplot, figure, path)
+
+
+def save_class_share_chart(shares, class_names, path, title=''):
+  """Saves a bar chart of each class's share of the labelled pixels as PNG.
+
+  Args:
+    shares: float [C], percentages, e.g. from `stats.class_shares`.
+    class_names: C names.
+    path: str, the PNG to write.
+    title: str, the figure title.
+  """
+  pyplot = _pyplot()
+  figure, _ = _bar_chart(pyplot, class_names, shares, '% of labelled pixels',
+                         title)
+  _save(pyplot, figure, path)

@@ -77,6 +77,46 @@ class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllEqual(decoded['label'], np.zeros((1, 1, 1), np.uint8))
     self.assertEqual(decoded['filename'].numpy(), b'')
 
+  @parameterized.parameters(
+      (b'\x89PNG\r\n\x1a\n', True), (b'\x89PNG\r\n\x1a\nIHDR', True),
+      (b'\x89PNG\r\n', False), (b'\xff\xd8\xff\xe0', False), (b'', False))
+  def test_is_png_reads_the_signature(self, encoded, expected):
+    self.assertEqual(bool(tfexample.is_png(tf.constant(encoded))), expected)
+
+  def test_is_png_of_a_batch(self):
+    image = np.zeros((2, 3, 3), np.uint8)
+    batch = tf.constant([tf.io.encode_png(image).numpy(),
+                         tf.io.encode_jpeg(image).numpy(), b'nope'])
+    self.assertAllEqual(tfexample.is_png(batch), [True, False, False])
+
+  def test_encoded_keeps_the_bytes(self):
+    example = _example(np.zeros((4, 5, 3), np.uint8),
+                       np.ones((4, 5, 1), np.uint8), 'e.jpg', 'jpeg')
+    feature = example.features.feature
+    image, label, filename = tfexample.Decoder().encoded(
+        tf.constant(example.SerializeToString()))
+    self.assertEqual(image.numpy(),
+                     feature[tfexample.IMAGE_ENCODED].bytes_list.value[0])
+    self.assertEqual(label.numpy(),
+                     feature[tfexample.LABEL_ENCODED].bytes_list.value[0])
+    self.assertEqual(filename.numpy(), b'e.jpg')
+
+  def test_decode_label_equals_the_label_of_decode(self):
+    label = np.random.default_rng(1).integers(0, 5, (6, 7, 1)).astype(np.uint8)
+    serialized = tf.constant(_example(np.zeros((6, 7, 3), np.uint8),
+                                      label).SerializeToString())
+    self.assertAllEqual(tfexample.Decoder().decode_label(serialized), label)
+
+  def test_decode_label_of_a_non_png_label_names_the_file(self):
+    image = np.zeros((4, 5, 3), np.uint8)
+    example = tfexample.make_example(
+        tf.io.encode_png(image).numpy(), tf.io.encode_jpeg(image).numpy(),
+        'jpeg_label.png', 'png', 4, 5)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)not a PNG.*jpeg_label.png'):
+      tfexample.Decoder().decode_label(tf.constant(
+          example.SerializeToString()))
+
   def test_write_shards_names_and_counts(self):
     out = self.create_tempdir().full_path
     examples = [_example(np.zeros((2, 2, 3), np.uint8),

@@ -80,6 +80,39 @@ class MetricsTest(tf.test.TestCase, parameterized.TestCase):
       else:
         self.assertAllClose(values[f'iou/{name}'], iou[index], rtol=1e-12)
 
+  def test_confusion_matrix_of_one_image_equals_numpy(self):
+    labels, predictions = _random_batch(np.random.default_rng(5), batch=1)
+    expected, _, _, _ = _numpy_reference(labels[0], predictions[0], 5)
+    got = metrics.confusion_matrix(labels[0], predictions[0].astype(np.int64),
+                                   5, IGNORE)
+    self.assertIsInstance(got, np.ndarray)
+    self.assertEqual(got.dtype, np.int64)
+    self.assertAllEqual(got, expected)
+
+  def test_confusion_matrix_counts_known_pixels(self):
+    labels = np.array([[0, 1, 1], [2, IGNORE, 0]])
+    predictions = np.array([[0, 1, 2], [2, 1, 1]])
+    self.assertAllEqual(metrics.confusion_matrix(labels, predictions, 3,
+                                                 IGNORE),
+                        [[1, 1, 0], [0, 1, 1], [0, 0, 1]])
+
+  def test_confusion_matrix_with_a_class_as_ignore_label(self):
+    labels = np.array([[0, 1, 2]])
+    self.assertAllEqual(
+        metrics.confusion_matrix(labels, np.array([[1, 1, 1]]), 3, 0),
+        [[0, 0, 0], [0, 1, 0], [0, 1, 0]])
+
+  def test_confusion_matrix_refuses_other_sizes(self):
+    with self.assertRaisesRegex(ValueError, r'\(2, 2\).*\(2, 3\) differ'):
+      metrics.confusion_matrix(np.zeros((2, 2)), np.zeros((2, 3)), 3, IGNORE)
+
+  @parameterized.parameters(3, -1, 254)
+  def test_confusion_matrix_refuses_labels_of_no_class(self, value):
+    with self.assertRaisesRegex(ValueError, rf'\[{value}\] are neither a '
+                                r'class \(0-2\) nor the ignore label 255'):
+      metrics.confusion_matrix(np.array([[0, value]]), np.zeros((1, 2)), 3,
+                               IGNORE)
+
   def test_perfect_prediction_is_one(self):
     labels = np.array([[[0, 1], [IGNORE, 1]]], np.int32)
     confusion = metrics.confusion_matrices(tf.constant(labels),

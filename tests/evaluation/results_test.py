@@ -25,6 +25,30 @@ class ResultsTest(tf.test.TestCase):
                      {'background': 0.8, 'cat': 0.4, 'absent': None})
     self.assertAllClose(record['loss'], 0.5)
 
+  def test_record_from_confusion_equals_numpy(self):
+    confusion = np.array([[5, 1, 0], [2, 7, 0], [0, 0, 0]])
+    record = results.record_from_confusion(confusion, ['bg', 'cat', 'absent'],
+                                           3, global_step=np.int64(40))
+    # IoU = tp / (row + column - tp); 'absent' has no pixels at all.
+    self.assertEqual(record['global_step'], 40)
+    self.assertEqual(record['num_images'], 3)
+    self.assertAllClose(record['per_class_iou']['bg'], 5 / 8)
+    self.assertAllClose(record['per_class_iou']['cat'], 7 / 10)
+    self.assertIsNone(record['per_class_iou']['absent'])
+    self.assertAllClose(record['mean_iou'], (5 / 8 + 7 / 10) / 2)
+    self.assertAllClose(record['pixel_accuracy'], 12 / 15)
+    json.dumps(record)  # JSON-serializable.
+
+  def test_both_records_share_one_shape(self):
+    from_eval = results.make_record(_RESULT, 'ckpt')
+    from_confusion = results.record_from_confusion(np.eye(3), ['a', 'b', 'c'],
+                                                   2)
+    self.assertEqual(set(from_eval) - set(from_confusion),
+                     {'checkpoint', 'loss'})
+    self.assertEqual(set(from_confusion) - set(from_eval), set())
+    self.assertIsNone(from_confusion['global_step'])
+    self.assertIn('step None (2 images)', results.format_table(from_confusion))
+
   def test_append_and_read_whole_lines(self):
     eval_dir = os.path.join(self.create_tempdir().full_path, 'eval')
     for step in (10, 20):

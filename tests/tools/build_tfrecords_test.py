@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 from PIL import Image
 import tensorflow as tf
@@ -13,14 +14,15 @@ from official_seg.data import convert
 from official_seg.data import dataset_info
 from official_seg.data import layouts
 from official_seg.data import tfexample
+from official_seg.runtime import gin_config
 from tests import testing_utils
 
 _ROOT = testing_utils.REPO
+_TOOL = os.path.join(_ROOT, 'tools', 'build_tfrecords.py')
 # VOC's colour map for the indices used here: the palette colour of index 1
 # is dark red, whose grey value (38) is no class, so reading RGB would fail.
 _VOC_COLOURS = {0: (0, 0, 0), 1: (128, 0, 0), 2: (0, 128, 0), 15: (192, 128, 128),
                 255: (224, 224, 192)}
-VOC = dataset_info.make_info(21)
 
 
 def _palette():
@@ -62,11 +64,14 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
+    gin.clear_config()
+    self.voc = dataset_info.DatasetInfo(num_classes=21)
     self.root = self.create_tempdir().full_path
     self.out = os.path.join(self.create_tempdir().full_path, 'records')
     self.rng = np.random.default_rng(0)
 
-  def _convert(self, layout, split, info=VOC, **kwargs):
+  def _convert(self, layout, split, info=None, **kwargs):
+    info = info or self.voc
     pairs = layouts.find_pairs(layout, split, **kwargs)
     lookup = layouts.layout_lookup(layout, info.num_classes, info.ignore_label)
     return convert.convert_split(
@@ -114,7 +119,7 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
                        f'{stem}_leftImg8bit.png'), image)
     _save(os.path.join(self.root, 'gtFine', 'train', 'aachen',
                        f'{stem}_gtFine_labelIds.png'), ids)
-    info = dataset_info.make_info(19)
+    info = dataset_info.DatasetInfo(num_classes=19)
     self._convert('cityscapes', 'train', info, input_dir=self.root)
     decoded = _read_split(self.out, 'train')[
         f'leftImg8bit/train/aachen/{stem}_leftImg8bit.png']
@@ -130,7 +135,7 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
           _image(self.rng, 2, 151))
     _save(os.path.join(self.root, 'annotations', 'validation', 'ADE_val_1.png'),
           values)
-    info = dataset_info.make_info(151, ignore_label=0)
+    info = dataset_info.DatasetInfo(num_classes=151, ignore_label=0)
     self._convert('ade20k', 'val', info, input_dir=self.root)
     decoded = _read_split(self.out, 'val')['images/validation/ADE_val_1.jpg']
     self.assertAllEqual(decoded['label'][..., 0], values)
@@ -148,7 +153,7 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
     if with_lists:
       lists = os.path.join(self.root, 'lists')
       _save_list(os.path.join(lists, 'val.txt'), ['x3', 'x1'])
-    self._convert('folders', 'val', dataset_info.make_info(4),
+    self._convert('folders', 'val', dataset_info.DatasetInfo(num_classes=4),
                   image_dir=os.path.join(self.root, 'img'),
                   label_dir=os.path.join(self.root, 'mask'),
                   split_list_dir=lists)
@@ -180,7 +185,8 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
   def test_summary_counts_classes_and_checks_split_size(self):
     labels = self._voc_tree()
     summary = self._convert('voc', 'val', input_dir=self.root)
-    info = dataset_info.make_info(21, split_sizes={'val': 1449})
+    info = dataset_info.DatasetInfo(num_classes=21,
+                                       split_sizes={'val': 1449})
     text = convert.format_summary(summary, info)
     self.assertIn('val: 1 images in 1 shards', text)
     self.assertIn('expects 1449 images', text)
@@ -283,12 +289,29 @@ class ValidationTest(tf.test.TestCase, parameterized.TestCase):
       layouts.find_pairs('cityscapes', 'val', input_dir=self.root)
 
 
+class LayoutGinFilesTest(tf.test.TestCase, parameterized.TestCase):
+  """The shipped dataset file of each layout, as the tool reads it."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters(('voc', 21, 255, 'tvmonitor'),
+                            ('cityscapes', 19, 255, 'bicycle'),
+                            ('ade20k', 151, 0, 'flag'))
+  def test_each_layout_reads_its_shipped_file(self, layout, num_classes,
+                                              ignore_label, last_name):
+    info = gin_config.read_dataset([layouts.LAYOUT_GIN_FILES[layout]])
+    self.assertEqual((info.num_classes, info.ignore_label),
+                     (num_classes, ignore_label))
+    self.assertEqual(info.class_names[-1], last_name)
+
+
 class ToolTest(tf.test.TestCase):
 
   def _run(self, *args):
-    return subprocess.run(
-        [sys.executable, os.path.join(_ROOT, 'tools', 'build_tfrecords.py'),
-         *args], capture_output=True, text=True, cwd=_ROOT, check=False)
+    return subprocess.run([sys.executable, _TOOL, *args], capture_output=True,
+                          text=True, cwd=_ROOT, check=False)
 
   def test_converts_folders_and_reports_bad_data(self):
     root = self.create_tempdir().full_path
@@ -308,6 +331,36 @@ class ToolTest(tf.test.TestCase):
     result = self._run(*flags, '--overwrite')
     self.assertEqual(result.returncode, 1)
     self.assertIn(f'{root}/mask/q.png', result.stderr)
+
+  def test_a_dataset_gin_of_macros_only(self):
+    root = self.create_tempdir().full_path
+    rng = np.random.default_rng(3)
+    for name in ('p', 'q'):
+      _save(os.path.join(root, 'img', f'{name}.png'), _image(rng, 8, 6))
+      _save(os.path.join(root, 'mask', f'{name}.png'),
+            _label(rng, 8, 6, [0, 1, 2, 7]))
+    gin_file = os.path.join(root, 'mine.gin')
+    with open(gin_file, 'w') as f:
+      f.write("NUM_CLASSES = 3\nCLASS_NAMES = ['sky', 'road', 'car']\n"
+              "IGNORE_LABEL = 7\nDATA_DIR = 'data/mine'\n"
+              "TRAIN_SPLIT = 'train'\nEVAL_SPLIT = 'val'\n"
+              "SPLIT_SIZES = {'train': 5}\n")
+    result = self._run('--layout=folders', f'--image_dir={root}/img',
+                       f'--label_dir={root}/mask', f'--output_dir={root}/out',
+                       f'--dataset_gin={gin_file}', '--splits=train',
+                       '--num_workers=1')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn('train: 2 images in 2 shards', result.stdout)
+    self.assertIn("expects 5 images for 'train'", result.stdout)
+    self.assertRegex(result.stdout, r'2 car\s+\d')
+    self.assertRegex(result.stdout, r'7 ignore\s+\d')
+
+  def test_folders_need_a_dataset_gin_or_num_classes(self):
+    root = self.create_tempdir().full_path
+    result = self._run('--layout=folders', f'--image_dir={root}',
+                       f'--label_dir={root}', f'--output_dir={root}/out')
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn('--dataset_gin or --num_classes', result.stderr)
 
 
 if __name__ == '__main__':

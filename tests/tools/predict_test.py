@@ -11,8 +11,7 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from official_seg.evaluation import visualize
-from official_seg.export import predictor
+from official_seg.data import palettes
 from official_seg.export import saved_model
 from official_seg.export import signatures
 from tests import testing_utils
@@ -41,7 +40,7 @@ def _serve(images):
           'height': original[:, 0], 'width': original[:, 1]}
 
 
-def _write_stand_in(export_dir, class_names):
+def _write_stand_in(export_dir, class_names, palette):
   """A SavedModel with the export's serving_default, variables, metadata."""
   root = tf.train.Checkpoint()
   # Estimator's exports list their variables, global_step among them.
@@ -54,7 +53,7 @@ def _write_stand_in(export_dir, class_names):
   with open(os.path.join(export_dir, 'assets.extra',
                          saved_model.METADATA_FILE), 'w') as f:
     json.dump({'class_names': class_names, 'num_classes': len(class_names),
-               'ignore_label': 255, 'palette': None}, f)
+               'ignore_label': 255, 'palette': palette}, f)
 
 
 class PredictToolTest(tf.test.TestCase):
@@ -63,8 +62,8 @@ class PredictToolTest(tf.test.TestCase):
     super().setUp()
     root = self.create_tempdir().full_path
     self.model_dir = os.path.join(root, 'model')
-    _write_stand_in(os.path.join(self.model_dir, 'export', '1700000000'),
-                    CLASS_NAMES)
+    # The palette as the DatasetInfo of datasets/synthetic.gin holds it.
+    self._export('1700000000', 'synthetic')
     self.image_dir = os.path.join(root, 'images')
     self.label_dir = os.path.join(root, 'labels')
     self.output_dir = os.path.join(root, 'out')
@@ -81,6 +80,11 @@ class PredictToolTest(tf.test.TestCase):
           os.path.join(self.label_dir, stem + '.png'))
       self.images[stem], self.labels[stem] = image, labels
 
+  def _export(self, timestamp, palette):
+    """Writes a stand-in export; the newest one is the one predicted with."""
+    _write_stand_in(os.path.join(self.model_dir, 'export', timestamp),
+                    CLASS_NAMES, palette)
+
   def _run(self, **flags):
     flags = dict(dict(model_dir=self.model_dir, input=self.image_dir,
                       output_dir=self.output_dir), **flags)
@@ -95,7 +99,7 @@ class PredictToolTest(tf.test.TestCase):
 
   def test_writes_pictures_and_scores_against_labels(self):
     printed = self._run(label_dir=self.label_dir)
-    palette = visualize.get_palette('synthetic')  # Matched by class names.
+    palette = palettes.get_palette('synthetic')  # The export's palette.
     confusion = np.zeros((4, 4), np.int64)
     for stem, image in self.images.items():
       predicted = expected_labels(image)
@@ -124,12 +128,33 @@ class PredictToolTest(tf.test.TestCase):
               input=os.path.join(self.image_dir, 'b.*'))
     predicted = expected_labels(self.images['b'])
     self.assertAllEqual(self._read('colored', 'b'),
-                        visualize.get_palette('cityscapes')[predicted])
+                        palettes.get_palette('cityscapes')[predicted])
     # Train ids 0-3 are the label ids of road, sidewalk, building and wall.
     self.assertAllEqual(self._read('label_ids', 'b'),
                         np.array([7, 8, 11, 12])[predicted])
     self.assertFalse(os.path.exists(os.path.join(self.output_dir, 'labels',
                                                  'a.png')))
+
+  def test_an_export_without_a_palette_is_drawn_in_pascal_voc_colours(self):
+    self._export('1700000001', None)
+    self._run(input=os.path.join(self.image_dir, 'a.*'))
+    predicted = expected_labels(self.images['a'])
+    self.assertAllEqual(self._read('colored', 'a'),
+                        palettes.pascal_voc_palette()[predicted])
+
+  def test_an_export_with_a_list_palette_is_drawn_in_its_colours(self):
+    colours = [[1, 2, 3], [40, 50, 60], [200, 100, 0], [9, 9, 9]]
+    self._export('1700000001', colours)
+    self._run(input=os.path.join(self.image_dir, 'c.*'))
+    predicted = expected_labels(self.images['c'])
+    self.assertAllEqual(self._read('colored', 'c'),
+                        np.array(colours)[predicted])
+
+  def test_palette_flag_wins_over_the_export(self):
+    self._run(palette='ade20k', input=os.path.join(self.image_dir, 'a.*'))
+    predicted = expected_labels(self.images['a'])
+    self.assertAllEqual(self._read('colored', 'a'),
+                        palettes.get_palette('ade20k')[predicted])
 
   def test_a_file_that_is_not_an_image_is_named(self):
     bad = os.path.join(self.image_dir, 'd.png')
@@ -143,18 +168,6 @@ class PredictToolTest(tf.test.TestCase):
     os.remove(os.path.join(self.label_dir, 'b.png'))
     with self.assertRaisesRegex(FileNotFoundError, 'labels/b.png'):
       self._run(label_dir=self.label_dir)
-
-
-class CityscapesIdsTest(tf.test.TestCase):
-
-  def test_every_train_id_maps_back_to_its_label_id(self):
-    train_ids = np.arange(19).reshape(1, 19)
-    self.assertAllEqual(
-        predictor.to_cityscapes_label_ids(train_ids)[0],
-        [7, 8, 11, 12, 13, 17, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 31,
-         32, 33])
-    with self.assertRaisesRegex(ValueError, r'\[19\].*Cityscapes train ids'):
-      predictor.to_cityscapes_label_ids(np.array([[0, 19]]))
 
 
 if __name__ == '__main__':

@@ -1,0 +1,61 @@
+"""tools/dataset_stats.py: the dataset of gin files or flags; report, chart."""
+
+import os
+import subprocess
+import sys
+
+import gin
+from PIL import Image
+import tensorflow as tf
+
+from official_seg.runtime import gin_config
+from tests import testing_utils
+
+_TOOL = os.path.join(testing_utils.REPO, 'tools', 'dataset_stats.py')
+
+
+class DatasetStatsToolTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(self.data_dir, num_train=3, num_val=2)
+    self.chart = os.path.join(self.create_tempdir().full_path, 'chart.png')
+
+  def _run(self, *args):
+    result = subprocess.run(
+        [sys.executable, _TOOL, f'--chart={self.chart}', *args],
+        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    return result.stdout
+
+  def test_the_gin_files_the_tool_reads_set_the_dataset(self):
+    info = gin_config.read_dataset(['datasets/cityscapes.gin'],
+                                   ["DATA_DIR = '/data/cs'"])
+    self.assertEqual((info.num_classes, info.ignore_label, info.data_dir),
+                     (19, 255, '/data/cs'))
+    self.assertEqual(info.class_names[-1], 'bicycle')
+    self.assertEqual(info.split_sizes,
+                     {'train': 2975, 'val': 500, 'test': 1525})
+
+  def test_gin_files_name_classes_and_split_and_the_chart_is_saved(self):
+    printed = self._run('--gin_file=gin/datasets/synthetic.gin',
+                        f"--gin_param=DATA_DIR = '{self.data_dir}'")
+    self.assertIn(f"Split 'train' of {self.data_dir}", printed)
+    self.assertIn('3 images', printed)
+    self.assertRegex(printed, r'3 triangle\s+\d')
+    self.assertIn('segmentation_loss.class_weights = [', printed)
+    with Image.open(self.chart) as image:
+      self.assertEqual(image.format, 'PNG')
+
+  def test_flags_alone_name_the_shards(self):
+    printed = self._run(f'--data_dir={self.data_dir}', '--split=val',
+                        '--num_classes=4')
+    self.assertIn(f"Split 'val' of {self.data_dir}", printed)
+    self.assertIn('2 images', printed)
+    self.assertRegex(printed, r'3 class_3\s+\d')
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,86 @@
+"""tools/write_examples.py: the first examples of shards as image files."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import tfexample
+from tests import testing_utils
+
+_TOOL = os.path.join(testing_utils.REPO, 'tools', 'write_examples.py')
+
+
+def _example(rng, filename, image_format):
+  image = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+  label = rng.integers(0, 4, (6, 5, 1), dtype=np.uint8)
+  encode = tf.io.encode_png if image_format == 'png' else tf.io.encode_jpeg
+  return tfexample.make_example(
+      encode(image).numpy(), tf.io.encode_png(label).numpy(), filename,
+      image_format, 6, 5)
+
+
+def _bytes(example, key):
+  return example.features.feature[key].bytes_list.value[0]
+
+
+class WriteExamplesTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    rng = np.random.default_rng(0)
+    self.data_dir = self.create_tempdir().full_path
+    self.output_dir = os.path.join(self.create_tempdir().full_path, 'inputs')
+    self.examples = [_example(rng, 'dir/a.jpg', 'jpeg'),
+                     _example(rng, 'b.png', 'png'),
+                     _example(rng, '', 'png'),
+                     _example(rng, 'other/a.png', 'png')]
+    tfexample.write_shards(self.examples, self.data_dir, 'val', 1)
+    self.pattern = tfexample.shard_pattern(self.data_dir, 'val')
+
+  def _run(self, pattern, count):
+    return subprocess.run(
+        [sys.executable, _TOOL, f'--input={pattern}',
+         f'--output_dir={self.output_dir}', f'--count={count}'],
+        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+
+  def _read(self, kind, name):
+    with open(os.path.join(self.output_dir, kind, name), 'rb') as f:
+      return f.read()
+
+  def _listed(self, kind):
+    return sorted(os.listdir(os.path.join(self.output_dir, kind)))
+
+  def test_writes_the_stored_bytes_under_the_example_stems(self):
+    result = self._run(self.pattern, 10)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn(f'Wrote 4 images and labels to {self.output_dir}',
+                  result.stdout)
+    # No filename, and a stem taken before, get the example's index.
+    stems = ['a', 'b', 'example_0002', 'a_0003']
+    extensions = ['.jpg', '.png', '.png', '.png']
+    self.assertEqual(self._listed('images'),
+                     sorted(s + e for s, e in zip(stems, extensions)))
+    self.assertEqual(self._listed('labels'), sorted(s + '.png' for s in stems))
+    for stem, example, extension in zip(stems, self.examples, extensions):
+      self.assertEqual(self._read('images', stem + extension),
+                       _bytes(example, tfexample.IMAGE_ENCODED))
+      self.assertEqual(self._read('labels', stem + '.png'),
+                       _bytes(example, tfexample.LABEL_ENCODED))
+
+  def test_writes_only_the_first_count(self):
+    result = self._run(self.pattern, 2)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertEqual(self._listed('labels'), ['a.png', 'b.png'])
+
+  def test_no_shard_names_the_pattern(self):
+    pattern = tfexample.shard_pattern(self.data_dir, 'train')
+    result = self._run(pattern, 4)
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn(f'No TFRecord shards match {pattern!r}', result.stderr)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -24,10 +24,10 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from official_seg.benchmark import measure
-from official_seg.benchmark import report
+from benchmarks import measure
+from benchmarks import report
 # The runner's flags: gin files and bindings, steps, batches, peer options.
-from official_seg.benchmark import runner  # pylint: disable=unused-import
+from benchmarks import runner  # pylint: disable=unused-import
 
 flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
 flags.DEFINE_bool('peer', False, 'Also measure the Model Garden trainer.')

@@ -7,7 +7,7 @@
 from absl import app
 from absl import flags
 
-from official_seg.data import benchmark
+from benchmarks import input as input_benchmark
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
 flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
@@ -21,9 +21,9 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv  # Unused.
-  dataset, batch_size = benchmark.training_input(
+  dataset, batch_size = input_benchmark.training_input(
       FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
-  result = benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
+  result = input_benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
                              FLAGS.num_batches)
   print(f'{result.images_per_second:.1f} images/s ({result.num_images} images '
         f'in {result.seconds:.1f}s, batch {batch_size}, after '

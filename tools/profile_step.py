@@ -15,7 +15,7 @@ from absl import app
 from absl import flags
 import gin
 
-from official_seg.benchmark import profile
+from benchmarks import profile
 from official_seg.runtime import gin_config
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')

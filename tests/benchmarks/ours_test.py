@@ -6,10 +6,10 @@ from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
-from official_seg.benchmark import measure
-from official_seg.benchmark import ours
-from official_seg.benchmark import profile
-from official_seg.benchmark import report
+from benchmarks import measure
+from benchmarks import ours
+from benchmarks import profile
+from benchmarks import report
 from tests import testing_utils
 
 
@@ -128,9 +128,10 @@ class ReportTest(tf.test.TestCase):
     self.assertGreater(report.machine()['cores'], 0)
 
   def test_failed_runner_shows_its_error(self):
+    trainer = 'official_seg'
     with self.assertRaisesRegex(report.RunnerError,
-                                r'(?s)official_seg benchmark failed.*gin_file'):
-      report.run_trainer('official_seg', ['--model_dir=/nonexistent'],
+                                rf'(?s){trainer} benchmark failed.*gin_file'):
+      report.run_trainer(trainer, ['--model_dir=/nonexistent'],
                          timeout_secs=120)
 
 

@@ -12,8 +12,8 @@ from official.vision.evaluation import segmentation_metrics
 from PIL import Image
 import tensorflow as tf
 
-from official_seg.benchmark import peer
-from official_seg.benchmark import peer_config as peer_config_lib
+from benchmarks import peer
+from benchmarks import peer_config as peer_config_lib
 from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.runtime import gin_config

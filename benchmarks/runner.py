@@ -1,6 +1,6 @@
 """Runs one trainer's benchmark in this process and prints its result line.
 
-  python -m official_seg.benchmark.runner --trainer=official_seg \
+  python -m benchmarks.runner --trainer=official_seg \
     --gin_file=gin/experiments/benchmark_mnv2_deeplabv3.gin --model_dir=/tmp/b
 
 tools/benchmark.py shares these flags and starts one such process per trainer,
@@ -11,7 +11,7 @@ for the Model Garden's Orbit loop) and nothing cached from the other.
 from absl import app
 from absl import flags
 
-from official_seg.benchmark import measure
+from benchmarks import measure
 
 flags.DEFINE_enum('trainer', 'official_seg', ['official_seg', 'model_garden'],
                   'Which trainer to measure.')
@@ -37,10 +37,10 @@ def main(argv):
   args = (FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir, FLAGS.train_steps,
           FLAGS.warmup_steps, FLAGS.input_batches, FLAGS.eval_batches)
   if FLAGS.trainer == 'official_seg':
-    from official_seg.benchmark import ours  # pylint: disable=g-import-not-at-top
+    from benchmarks import ours  # pylint: disable=g-import-not-at-top
     result = ours.run(*args)
   else:
-    from official_seg.benchmark import peer  # pylint: disable=g-import-not-at-top
+    from benchmarks import peer  # pylint: disable=g-import-not-at-top
     result = peer.run(*args, train_mean_iou=FLAGS.peer_train_mean_iou)
   measure.emit(result)
 

@@ -7,8 +7,8 @@ import time
 import gin
 import tensorflow as tf
 
-from official_seg.benchmark import measure
-from official_seg.data import benchmark as input_benchmark
+from benchmarks import input as input_benchmark
+from benchmarks import measure
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator

@@ -6,7 +6,7 @@ import statistics
 import subprocess
 import sys
 
-from official_seg.benchmark import measure
+from benchmarks import measure
 
 TRAINERS = ('official_seg', 'model_garden')
 _RATE_KEYS = ('input_images_per_sec', 'train_images_per_sec',
@@ -38,7 +38,7 @@ def machine():
 
 
 def run_trainer(trainer, runner_args, timeout_secs=None):
-  """Runs `official_seg.benchmark.runner` for one trainer; its result dict.
+  """Runs `benchmarks.runner` for one trainer; its result dict.
 
   Args:
     trainer: one of `TRAINERS`.
@@ -48,7 +48,7 @@ def run_trainer(trainer, runner_args, timeout_secs=None):
   Raises:
     RunnerError: the runner exited with an error or printed no result.
   """
-  command = [sys.executable, '-m', 'official_seg.benchmark.runner',
+  command = [sys.executable, '-m', 'benchmarks.runner',
              f'--trainer={trainer}'] + list(runner_args)
   process = subprocess.run(command, capture_output=True, text=True,
                            timeout=timeout_secs, check=False)

@@ -12,9 +12,9 @@ from official.modeling import performance
 # Registers the Model Garden segmentation task with task_factory.
 from official.vision.tasks import semantic_segmentation  # pylint: disable=unused-import
 
-from official_seg.benchmark import measure
-from official_seg.benchmark import peer_config as peer_config_lib
-from official_seg.data import benchmark as input_benchmark
+from benchmarks import input as input_benchmark
+from benchmarks import measure
+from benchmarks import peer_config as peer_config_lib
 from official_seg.runtime import gin_config
 
 

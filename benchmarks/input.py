@@ -6,6 +6,8 @@ import time
 import gin
 
 from official_seg.data import input_fn as input_lib
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 Throughput = collections.namedtuple(

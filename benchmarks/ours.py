@@ -9,6 +9,8 @@ import tensorflow as tf
 
 from benchmarks import input as input_benchmark
 from benchmarks import measure
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator

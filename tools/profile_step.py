@@ -16,6 +16,8 @@ from absl import flags
 import gin
 
 from benchmarks import profile
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')

@@ -85,9 +85,9 @@ def loss_curve(model_dir, tag=LOSS_TAG):
   return [[step, points[step]] for step in sorted(points)]
 
 
-def _input_throughput(gin_files, gin_params, input_batches):
+def _input_throughput(batch_size, input_batches):
   """Images/s of the training input pipeline alone (10 warm-up batches)."""
-  dataset, batch_size = input_benchmark.training_input(gin_files, gin_params)
+  dataset = input_benchmark.training_dataset(batch_size)
   return input_benchmark.measure(dataset, batch_size, 10,
                                  input_batches).images_per_second
 
@@ -123,6 +123,9 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
         input_batches=50, eval_batches=None):
   """Measures one experiment of official_seg, as train_and_eval runs it.
 
+  The experiment is parsed over gin's current config and locked; the caller
+  (a binary or a test) clears that config first.
+
   Args:
     gin_files: list of str, the experiment's gin files.
     gin_params: list of str, bindings after the files (DATA_DIR, ...).
@@ -137,14 +140,13 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   Returns:
     dict of the measurements; `measure.emit` prints it.
   """
-  params = list(gin_params) + [f'TRAIN_STEPS = {train_steps}']
-  result = {'trainer': 'official_seg', 'train_steps': train_steps,
-            'input_images_per_sec': _input_throughput(gin_files, params,
-                                                      input_batches)}
-  gin.clear_config()
-  gin_config.parse(gin_files, params)
+  gin_config.parse(gin_files,
+                   list(gin_params) + [f'TRAIN_STEPS = {train_steps}'])
   train_batch = gin.query_parameter('%TRAIN_BATCH_SIZE')
   eval_batch = gin.query_parameter('%EVAL_BATCH_SIZE')
+  result = {'trainer': 'official_seg', 'train_steps': train_steps,
+            'input_images_per_sec': _input_throughput(train_batch,
+                                                      input_batches)}
   estimator, train_fn, eval_fn = run_config_lib.build_estimator(
       run_config_lib.build_run_config(model_dir))
   result.update(_train(estimator, train_fn, train_steps, warmup_steps,

@@ -2,7 +2,6 @@
 
 import time
 
-import gin
 import tensorflow as tf
 from official.common import distribute_utils
 from official.core import base_trainer
@@ -172,7 +171,9 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
         train_mean_iou=False):
   """Measures the Model Garden trainer on a gin experiment, as `ours.run` does.
 
-  TRAIN_STEPS is set to `train_steps`, so the schedule spans the run.
+  TRAIN_STEPS is set to `train_steps`, so the schedule spans the run. The
+  experiment is parsed over gin's current config; the caller (a binary or a
+  test) clears that config first.
 
   Args:
     gin_files: list of str, the experiment's gin files.
@@ -185,7 +186,6 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   Returns:
     dict of the measurements; `measure.emit` prints it.
   """
-  gin.clear_config()
   gin_config.parse(gin_files,
                    list(gin_params) + [f'TRAIN_STEPS = {train_steps}'],
                    finalize=False)

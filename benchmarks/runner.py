@@ -12,6 +12,7 @@ Only this binary part reads flags; `run` takes plain arguments.
 
 from absl import app
 from absl import flags
+import gin
 
 from benchmarks import measure
 
@@ -72,6 +73,7 @@ def main(argv):
   del argv  # Unused.
   if not FLAGS.model_dir:
     raise app.UsageError('--model_dir is required: an empty folder.')
+  gin.clear_config()
   measure.emit(run(FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param,
                    FLAGS.model_dir, FLAGS.train_steps, FLAGS.warmup_steps,
                    FLAGS.input_batches, FLAGS.eval_batches,

@@ -6,6 +6,7 @@
 
 from absl import app
 from absl import flags
+import gin
 
 from benchmarks import input as input_benchmark
 
@@ -21,6 +22,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv  # Unused.
+  gin.clear_config()
   dataset, batch_size = input_benchmark.training_input(
       FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
   result = input_benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,

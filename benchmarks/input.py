@@ -3,8 +3,6 @@
 import collections
 import time
 
-import gin
-
 from official_seg.data import input_fn as input_lib
 # Registers run and the other configurables every experiment binds.
 from official_seg.runtime import experiment  # pylint: disable=unused-import
@@ -62,12 +60,14 @@ def training_input(gin_files, gin_params, data_dir=None, batch_size=None):
     gin_files: list of gin files.
     gin_params: list of bindings applied after the files.
     data_dir: optional str, overrides DATA_DIR.
-    batch_size: optional int; default TRAIN_BATCH_SIZE.
+    batch_size: optional int; default the experiment's training batch
+      (build_estimator.train_batch_size).
 
   Returns:
     (dataset, batch_size): see `training_dataset`.
   """
   params = list(gin_params) + ([f'DATA_DIR = {data_dir!r}'] if data_dir else [])
   gin_config.parse(gin_files, params, finalize=False)
-  batch_size = batch_size or gin.query_parameter('%TRAIN_BATCH_SIZE')
+  batch_size = batch_size or gin_config.binding(
+      'build_estimator.train_batch_size')
   return training_dataset(batch_size), batch_size

@@ -4,7 +4,6 @@ import glob
 import os
 import time
 
-import gin
 import tensorflow as tf
 
 from benchmarks import input as input_benchmark
@@ -142,8 +141,8 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   """
   gin_config.parse(gin_files,
                    list(gin_params) + [f'TRAIN_STEPS = {train_steps}'])
-  train_batch = gin.query_parameter('%TRAIN_BATCH_SIZE')
-  eval_batch = gin.query_parameter('%EVAL_BATCH_SIZE')
+  train_batch = gin_config.binding('build_estimator.train_batch_size')
+  eval_batch = gin_config.binding('build_estimator.eval_batch_size')
   result = {'trainer': 'official_seg', 'train_steps': train_steps,
             'input_images_per_sec': _input_throughput(train_batch,
                                                       input_batches)}
@@ -154,7 +153,8 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   result.update(_evaluate(estimator, eval_fn, eval_batches, eval_batch))
   result.update({
       'batch_size': train_batch,
-      'crop_size': list(gin.query_parameter('%CROP_SIZE')),
+      'crop_size': list(gin_config.binding('Parser.crop_size',
+                                           scope='train')),
       'precision': tpu_estimator.mixed_precision_policy(),
       'peak_rss_mb': measure.peak_rss_mb(),
   })

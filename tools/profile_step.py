@@ -13,7 +13,6 @@ import tempfile
 
 from absl import app
 from absl import flags
-import gin
 
 from benchmarks import profile
 # Registers run and the other configurables every experiment binds.
@@ -32,9 +31,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv  # Unused.
   gin_config.parse(FLAGS.gin_file, FLAGS.gin_param)
-  seconds = profile.profile(gin.query_parameter('%TRAIN_BATCH_SIZE'),
-                            tempfile.mkdtemp(prefix='profile-'),
-                            FLAGS.warmup_steps, FLAGS.traced_steps)
+  seconds = profile.profile(
+      gin_config.binding('build_estimator.train_batch_size'),
+      tempfile.mkdtemp(prefix='profile-'), FLAGS.warmup_steps,
+      FLAGS.traced_steps)
   print(profile.table(seconds, FLAGS.top))
 
 

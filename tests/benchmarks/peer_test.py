@@ -157,7 +157,9 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
       ('activations', "decoders.ASPP.activation = 'swish'",
        'decoders.ASPP.activation'),
       ('unmapped_parameter', 'backbones.MobileNet.regularize_depthwise = True',
-       'backbones.MobileNet.regularize_depthwise'))
+       'backbones.MobileNet.regularize_depthwise'),
+      ('scoped_reference', 'build_model.head = @peer/heads.SegmentationHead',
+       'build_model.head'))
   def test_unsupported_binding_raises_naming_it(self, binding, name):
     _parse(self.data_dir, extra=[binding])
     with self.assertRaisesRegex(ValueError, name):
@@ -168,16 +170,31 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, '--precision'):
       peer_config_lib.peer_config('float16')
 
-  def test_setting_resolves_macros_scopes_and_defaults(self):
+  @parameterized.named_parameters(
+      ('exponential', 'schedules/exponential.gin', 'learning_rate.schedule'),
+      ('cosine', 'schedules/cosine.gin',
+       'schedules.LinearWarmup.after_warmup_lr_sched'))
+  def test_unsupported_schedule_raises_naming_it(self, gin_file, name):
+    _parse(self.data_dir, [gin_file])
+    with self.assertRaisesRegex(ValueError,
+                                f'{name} = .* has no Model Garden'):
+      peer_config_lib.peer_config()
+
+  def test_bindings_resolve_macros_scopes_and_signature_defaults(self):
     _parse(self.data_dir, extra=['Parser.min_scale_factor = 0.9'])
-    self.assertEqual(peer_config_lib.setting('train/Parser.crop_size'),
+    self.assertEqual(gin_config.binding('Parser.crop_size', scope='train'),
                      [33, 33])
-    self.assertEqual(peer_config_lib.setting('eval/Parser.min_scale_factor'),
-                     0.9)
-    self.assertIsNone(peer_config_lib.setting('eval/Parser.min_resize_value',
-                                              preprocess.Parser))
+    self.assertEqual(
+        gin_config.binding('Parser.min_scale_factor', scope='eval'), 0.9)
+    self.assertIsNone(gin_config.binding(
+        'Parser.min_resize_value', scope='eval',
+        **peer_config_lib.signature_default(preprocess.Parser,
+                                            'min_resize_value')))
     with self.assertRaisesRegex(ValueError, 'schedules.LinearWarmup.warmup'):
-      peer_config_lib.setting('schedules.LinearWarmup.warmup_steps')
+      gin_config.binding('schedules.LinearWarmup.warmup_steps')
+    # gin.REQUIRED is no default.
+    self.assertEqual(
+        peer_config_lib.signature_default(preprocess.Parser, 'crop_size'), {})
 
 
 class RunPeerTest(tf.test.TestCase):

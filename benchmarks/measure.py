@@ -99,11 +99,6 @@ def graph_flops_and_unknown(graph, targets=None):
   return flops, unknown
 
 
-def graph_flops(graph, targets=None):
-  """FLOPs of a graph, as `graph_flops_and_unknown` counts them; int."""
-  return graph_flops_and_unknown(graph, targets)[0]
-
-
 def matmul_peak_gflops(dtype=tf.float32, size=2048, iterations=10,
                        repeats=3):
   """This machine's dense matmul rate: the best of `repeats` timed loops.

@@ -134,7 +134,7 @@ def matmul_peak_gflops(dtype=tf.float32, size=2048, iterations=10,
 
 
 def emit(result, stream=None):
-  """Prints one `BENCHMARK_RESULT <json>` line, the benchmark runners' output."""
+  """Prints one `BENCHMARK_RESULT <json>` line: a benchmark runner's output."""
   stream = stream or sys.stdout
   stream.write(RESULT_PREFIX + json.dumps(result, sort_keys=True) + '\n')
   stream.flush()

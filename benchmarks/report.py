@@ -1,4 +1,4 @@
-"""Runs the benchmark's trainers in subprocesses and reports them side by side."""
+"""Runs the benchmark's trainers in subprocesses; reports them side by side."""
 
 import os
 import platform

@@ -1,4 +1,4 @@
-"""Measures an experiment's input, training and evaluation speed, and the peer's.
+"""Measures an experiment's input, training and eval speed, and the peer's.
 
   python tools/benchmark.py \
     --gin_file=gin/experiments/benchmark_mnv2_deeplabv3.gin --peer

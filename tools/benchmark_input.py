@@ -1,4 +1,4 @@
-"""Measures the training input pipeline of a gin experiment in images per second.
+"""Measures a gin experiment's training input pipeline in images per second.
 
   python tools/benchmark_input.py --gin_file=gin/experiments/quickstart.gin \
     --gin_file=gin/datasets/pascal_voc.gin --data_dir=data/pascal_voc

@@ -26,7 +26,7 @@ def main(argv):
   dataset, batch_size = input_benchmark.training_input(
       FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
   result = input_benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
-                             FLAGS.num_batches)
+                                   FLAGS.num_batches)
   print(f'{result.images_per_second:.1f} images/s ({result.num_images} images '
         f'in {result.seconds:.1f}s, batch {batch_size}, after '
         f'{FLAGS.warmup_batches} warm-up batches)')

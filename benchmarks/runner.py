@@ -7,7 +7,7 @@ tools/benchmark.py shares the experiment flags (`define_flags`) and, through
 `report.run_trainer`, starts one such process per trainer, so that each has
 its own peak memory, its own TensorFlow state (graph mode for Estimator,
 eager for the Model Garden's Orbit loop) and nothing cached from the other.
-Only this binary part reads flags; `run` takes plain arguments.
+Only `main` reads flags; `run` takes plain arguments.
 """
 
 from absl import app

@@ -13,8 +13,11 @@ setuptools.setup(
     version='0.1.0',
     description='DeepLab-class semantic segmentation on the Estimator API.',
     python_requires='>=3.11,<3.12',
-    packages=setuptools.find_packages(include=['official_seg', 'official_seg.*'])
-    + ['official_seg.gin'],
+    # benchmarks/ is tool-level code beside tools/, a package of its own
+    # rather than part of official_seg.
+    packages=setuptools.find_packages(
+        include=['official_seg', 'official_seg.*', 'benchmarks',
+                 'benchmarks.*']) + ['official_seg.gin'],
     # The repository keeps gin files at the top level; installed, they live
     # inside the package so the binary finds them from any directory.
     package_dir={'official_seg.gin': 'gin'},

@@ -1,4 +1,4 @@
-"""Measures an experiment's input, training and evaluation speed, and the peer's.
+"""Measures an experiment's input, training and eval speed, and the peer's.
 
   python tools/benchmark.py \
     --gin_file=gin/experiments/benchmark_mnv2_deeplabv3.gin --peer
@@ -24,11 +24,17 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from official_seg.benchmark import measure
-from official_seg.benchmark import report
-# The runner's flags: gin files and bindings, steps, batches, peer options.
-from official_seg.benchmark import runner  # pylint: disable=unused-import
+from benchmarks import measure
+from benchmarks import report
+from benchmarks import runner
 
+# The experiment flags (gin files and bindings, steps, batches, peer
+# options), passed on to each runner process.
+runner.define_flags()
+flags.adopt_module_key_flags(runner)
+flags.DEFINE_string('model_dir', None,
+                    "Where each run's model dir goes; default a temporary "
+                    'folder.')
 flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
 flags.DEFINE_bool('peer', False, 'Also measure the Model Garden trainer.')
 flags.DEFINE_integer('repeats', 1, 'Runs of each trainer, alternating.')
@@ -59,7 +65,7 @@ def _runner_args(model_dir):
 
 
 def _measure_trainers(work_dir):
-  trainers = report.TRAINERS if FLAGS.peer else report.TRAINERS[:1]
+  trainers = runner.TRAINERS if FLAGS.peer else runner.TRAINERS[:1]
   runs = {trainer: [] for trainer in trainers}
   for repeat in range(FLAGS.repeats):
     for trainer in trainers:

@@ -1,4 +1,4 @@
-"""Measures the training input pipeline of a gin experiment in images per second.
+"""Measures a gin experiment's training input pipeline in images per second.
 
   python tools/benchmark_input.py --gin_file=gin/experiments/quickstart.gin \
     --gin_file=gin/datasets/pascal_voc.gin --data_dir=data/pascal_voc
@@ -6,8 +6,9 @@
 
 from absl import app
 from absl import flags
+import gin
 
-from official_seg.data import benchmark
+from benchmarks import input as input_benchmark
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
 flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
@@ -21,10 +22,11 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv  # Unused.
-  dataset, batch_size = benchmark.training_input(
+  gin.clear_config()
+  dataset, batch_size = input_benchmark.training_input(
       FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
-  result = benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
-                             FLAGS.num_batches)
+  result = input_benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
+                                   FLAGS.num_batches)
   print(f'{result.images_per_second:.1f} images/s ({result.num_images} images '
         f'in {result.seconds:.1f}s, batch {batch_size}, after '
         f'{FLAGS.warmup_batches} warm-up batches)')

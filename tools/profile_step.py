@@ -13,9 +13,10 @@ import tempfile
 
 from absl import app
 from absl import flags
-import gin
 
-from official_seg.benchmark import profile
+from benchmarks import profile
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
@@ -30,9 +31,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv  # Unused.
   gin_config.parse(FLAGS.gin_file, FLAGS.gin_param)
-  seconds = profile.profile(gin.query_parameter('%TRAIN_BATCH_SIZE'),
-                            tempfile.mkdtemp(prefix='profile-'),
-                            FLAGS.warmup_steps, FLAGS.traced_steps)
+  seconds = profile.profile(
+      gin_config.binding('build_estimator.train_batch_size'),
+      tempfile.mkdtemp(prefix='profile-'), FLAGS.warmup_steps,
+      FLAGS.traced_steps)
   print(profile.table(seconds, FLAGS.top))
 
 

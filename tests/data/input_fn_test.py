@@ -6,7 +6,6 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_seg.data import benchmark
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
@@ -164,16 +163,6 @@ class InputFnTest(tf.test.TestCase):
     sides = np.concatenate([features['height'], features['width']])
     self.assertEqual(sides.max(), 513)
     self.assertAllEqual((sides - 1) % 16, np.zeros_like(sides))
-
-  def test_benchmark_reads_the_experiment_training_input(self):
-    dataset, batch_size = benchmark.training_input(
-        ['experiments/quickstart.gin'], testing_utils.tiny_bindings('/nowhere'),
-        data_dir=self.data_dir)
-    self.assertEqual(batch_size, 2)
-    self.assertEqual(dataset.element_spec[1].shape, (2, 33, 33, 1))
-    result = benchmark.measure(dataset, batch_size, warmup_batches=1,
-                               num_batches=3)
-    self.assertEqual(result.num_images, 6)
 
   def test_missing_shards_name_the_pattern(self):
     empty = self.create_tempdir().full_path

@@ -99,11 +99,6 @@ def graph_flops_and_unknown(graph, targets=None):
   return flops, unknown
 
 
-def graph_flops(graph, targets=None):
-  """FLOPs of a graph, as `graph_flops_and_unknown` counts them; int."""
-  return graph_flops_and_unknown(graph, targets)[0]
-
-
 def matmul_peak_gflops(dtype=tf.float32, size=2048, iterations=10,
                        repeats=3):
   """This machine's dense matmul rate: the best of `repeats` timed loops.
@@ -139,7 +134,7 @@ def matmul_peak_gflops(dtype=tf.float32, size=2048, iterations=10,
 
 
 def emit(result, stream=None):
-  """Prints one `BENCHMARK_RESULT <json>` line, the benchmark runners' output."""
+  """Prints one `BENCHMARK_RESULT <json>` line: a benchmark runner's output."""
   stream = stream or sys.stdout
   stream.write(RESULT_PREFIX + json.dumps(result, sort_keys=True) + '\n')
   stream.flush()

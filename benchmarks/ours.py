@@ -4,11 +4,12 @@ import glob
 import os
 import time
 
-import gin
 import tensorflow as tf
 
-from official_seg.benchmark import measure
-from official_seg.data import benchmark as input_benchmark
+from benchmarks import input as input_benchmark
+from benchmarks import measure
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
@@ -83,9 +84,9 @@ def loss_curve(model_dir, tag=LOSS_TAG):
   return [[step, points[step]] for step in sorted(points)]
 
 
-def _input_throughput(gin_files, gin_params, input_batches):
+def _input_throughput(batch_size, input_batches):
   """Images/s of the training input pipeline alone (10 warm-up batches)."""
-  dataset, batch_size = input_benchmark.training_input(gin_files, gin_params)
+  dataset = input_benchmark.training_dataset(batch_size)
   return input_benchmark.measure(dataset, batch_size, 10,
                                  input_batches).images_per_second
 
@@ -121,6 +122,9 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
         input_batches=50, eval_batches=None):
   """Measures one experiment of official_seg, as train_and_eval runs it.
 
+  The experiment is parsed over gin's current config and locked; the caller
+  (a binary or a test) clears that config first.
+
   Args:
     gin_files: list of str, the experiment's gin files.
     gin_params: list of str, bindings after the files (DATA_DIR, ...).
@@ -135,14 +139,13 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   Returns:
     dict of the measurements; `measure.emit` prints it.
   """
-  params = list(gin_params) + [f'TRAIN_STEPS = {train_steps}']
+  gin_config.parse(gin_files,
+                   list(gin_params) + [f'TRAIN_STEPS = {train_steps}'])
+  train_batch = gin_config.binding('build_estimator.train_batch_size')
+  eval_batch = gin_config.binding('build_estimator.eval_batch_size')
   result = {'trainer': 'official_seg', 'train_steps': train_steps,
-            'input_images_per_sec': _input_throughput(gin_files, params,
+            'input_images_per_sec': _input_throughput(train_batch,
                                                       input_batches)}
-  gin.clear_config()
-  gin_config.parse(gin_files, params)
-  train_batch = gin.query_parameter('%TRAIN_BATCH_SIZE')
-  eval_batch = gin.query_parameter('%EVAL_BATCH_SIZE')
   estimator, train_fn, eval_fn = run_config_lib.build_estimator(
       run_config_lib.build_run_config(model_dir))
   result.update(_train(estimator, train_fn, train_steps, warmup_steps,
@@ -150,7 +153,8 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   result.update(_evaluate(estimator, eval_fn, eval_batches, eval_batch))
   result.update({
       'batch_size': train_batch,
-      'crop_size': list(gin.query_parameter('%CROP_SIZE')),
+      'crop_size': list(gin_config.binding('Parser.crop_size',
+                                           scope='train')),
       'precision': tpu_estimator.mixed_precision_policy(),
       'peak_rss_mb': measure.peak_rss_mb(),
   })

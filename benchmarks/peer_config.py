@@ -8,6 +8,7 @@ import gin
 import tensorflow as tf
 from official.core import exp_factory
 from official.modeling import optimization
+from official.modeling.optimization import lr_schedule
 from official.vision.configs import backbones as backbone_cfgs
 from official.vision.configs import common
 from official.vision.configs import decoders as decoder_cfgs
@@ -22,10 +23,13 @@ from official_seg.data import tfexample
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
+# Registers run, whose train_steps the peer trains for.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
+from official_seg.runtime import gin_config
 from official_seg.runtime import tpu_estimator
 from official_seg.training import optimizers
 
-_REQUIRED = object()
+_UNBOUND = object()
 # Backbones the peer maps: gin selector -> (Model Garden class, config type,
 # config class, base experiment whose remaining defaults the peer keeps).
 _BACKBONES = {
@@ -35,75 +39,93 @@ _BACKBONES = {
                                 backbone_cfgs.DilatedResNet,
                                 'seg_deeplabv3_pascal'),
 }
+# The other references the peer maps: gin selector -> class.
+_DECODERS = {'decoders.ASPP': decoders.ASPP}
+_HEADS = {'heads.SegmentationHead': heads.SegmentationHead}
+_OPTIMIZERS = {
+    'tf.train.MomentumOptimizer': tf.compat.v1.train.MomentumOptimizer}
+_POLY = {'tf.keras.optimizers.schedules.PolynomialDecay':
+             tf.keras.optimizers.schedules.PolynomialDecay}
+_SCHEDULES = dict(_POLY, **{'schedules.LinearWarmup': lr_schedule.LinearWarmup})
+_POLY_FIELDS = ('initial_learning_rate', 'decay_steps', 'end_learning_rate',
+                'power', 'cycle')
 # The Model Garden config calls it stochastic_depth_drop_rate throughout.
 _RENAMES = {'stochastic_depth_drop_rate': 'init_stochastic_depth_rate'}
 # Bindings the Model Garden trainer has no counterpart for, each with the
-# values under which both trainers do the same.
+# values under which both trainers do the same: (selector, gin scope,
+# constructor, accepted values).
 _MATCHING_ONLY = (
-    ('gradient_multipliers.last_layer_gradient_multiplier',
+    ('gradient_multipliers.last_layer_gradient_multiplier', None,
      optimizers.gradient_multipliers, (1.0,)),
-    ('gradient_multipliers.bias_multiplier', optimizers.gradient_multipliers,
-     (1.0,)),
-    ('trainable_variables.freeze', optimizers.trainable_variables, ((), [])),
-    ('model_training_flag.fine_tune_batch_norm',
+    ('gradient_multipliers.bias_multiplier', None,
+     optimizers.gradient_multipliers, (1.0,)),
+    ('trainable_variables.freeze', None, optimizers.trainable_variables,
+     ((), [])),
+    ('model_training_flag.fine_tune_batch_norm', None,
      optimizers.model_training_flag, (True,)),
-    ('predict_probabilities.eval_scales', inference.predict_probabilities,
-     ((1.0,), [1.0])),
-    ('predict_probabilities.add_flipped_images',
+    ('predict_probabilities.eval_scales', None,
+     inference.predict_probabilities, ((1.0,), [1.0])),
+    ('predict_probabilities.add_flipped_images', None,
      inference.predict_probabilities, (False,)),
-    ('train/Parser.min_resize_value', preprocess.Parser, (None,)),
-    ('eval/Parser.min_resize_value', preprocess.Parser, (None,)),
+    ('Parser.min_resize_value', 'train', preprocess.Parser, (None,)),
+    ('Parser.min_resize_value', 'eval', preprocess.Parser, (None,)),
 )
-_POLY = 'tf.keras.optimizers.schedules.PolynomialDecay'
 # One NormActivation config sets these for backbone, decoder and head alike.
 _NORM_FIELDS = ('activation', 'norm_momentum', 'norm_epsilon')
 # Our precision names -> the Model Garden's runtime.mixed_precision_dtype.
 PRECISIONS = {'float32': None, 'mixed_bfloat16': 'bfloat16'}
 
 
-def setting(binding, constructor=None):
-  """The value gin gives a binding, as the pipeline would receive it.
+def signature_default(constructor, parameter):
+  """`gin_config.binding`'s `default` for a parameter gin may leave unbound.
 
   Args:
-    binding: str, 'scope/configurable.param' or 'configurable.param'.
-    constructor: optional callable whose signature default applies when gin
-      binds nothing.
+    constructor: the function or class gin configures.
+    parameter: str, one of its parameters.
 
   Returns:
-    The bound value with macros resolved; a scoped binding falls back to the
-    unscoped one, then to `constructor`'s default.
+    dict: {'default': value} when `constructor`'s signature gives
+    `parameter` a default, else {} (so nothing bound is an error).
+  """
+  default = inspect.signature(constructor).parameters[parameter].default
+  if default is inspect.Parameter.empty or default is gin.REQUIRED:
+    return {}
+  return {'default': default}
+
+
+def _mapped(selector, supported):
+  """Which of the `supported` classes gin binds to `selector`.
+
+  Args:
+    selector: str, 'configurable.parameter' bound to a gin reference: @name
+      binds the class, @name() the object gin builds from it.
+    supported: dict of gin selector to the class the peer maps.
+
+  Returns:
+    (the key of `supported` that matches, the bound class or object).
 
   Raises:
-    ValueError: nothing is bound and there is no default; names the binding.
+    ValueError: gin cannot build the object, it is none of `supported`, or
+      it is a scoped class reference; the message names the binding.
   """
-  for name in (binding, binding.split('/')[-1]):
-    try:
-      value = gin.query_parameter(name)
-    except ValueError:
-      continue
-    while (isinstance(value, gin.config.ConfigurableReference)
-           and value.selector == 'gin.macro'):
-      value = gin.query_parameter('%' + '/'.join(value.scopes))
-    return value
-  default = _REQUIRED
-  if constructor is not None:
-    default = inspect.signature(constructor).parameters[
-        binding.rsplit('.', 1)[1]].default
-  if any(default is none for none in (_REQUIRED, inspect.Parameter.empty,
-                                      gin.REQUIRED)):
-    raise ValueError(f'gin binding {binding} is not set; the Model Garden '
-                     'peer needs it: bind it in a gin file or --gin_param.')
-  return default
-
-
-def _reference(binding, supported):
-  """The gin reference bound to `binding`, checked against `supported`."""
-  ref = setting(binding)
-  if getattr(ref, 'selector', None) not in supported:
-    raise ValueError(
-        f'gin binding {binding} = {ref!r} has no Model Garden counterpart in '
-        f'the peer benchmark; it maps {", ".join(sorted(supported))}.')
-  return ref
+  try:
+    value = gin_config.binding(selector)
+  except TypeError as error:  # An @name() that lacks required arguments.
+    raise ValueError(f'gin binding {selector} cannot be built: '
+                     f'{error}') from error
+  for name, cls in supported.items():
+    if isinstance(value, cls):  # Built in the reference's scope, if any.
+      return name, value
+    if isinstance(value, type) and issubclass(value, cls):
+      # A scoped @scope/name is a subclass of its own; the peer would read
+      # the unscoped bindings instead of the scope's.
+      if value is not gin.get_configurable(name):
+        raise ValueError(f'gin binding {selector} is a scoped reference; the '
+                         'peer benchmark maps unscoped ones only.')
+      return name, value
+  raise ValueError(
+      f'gin binding {selector} = {value!r} has no Model Garden counterpart in '
+      f'the peer benchmark; it maps {", ".join(sorted(supported))}.')
 
 
 def _module_config(config_cls, selector, constructor, **fixed):
@@ -118,10 +140,13 @@ def _module_config(config_cls, selector, constructor, **fixed):
   for field in dataclasses.fields(config_cls):
     param = field.name if field.name in params else _RENAMES.get(field.name)
     if field.name not in values and param in params:
-      values[field.name] = setting(f'{selector}.{param}', constructor)
+      values[field.name] = gin_config.binding(
+          f'{selector}.{param}', **signature_default(constructor, param))
   mapped = {_RENAMES.get(name, name) for name in values} | set(values)
-  unmapped = sorted(set(gin.get_bindings(selector)) - mapped -
-                    set(_NORM_FIELDS))
+  unmapped = sorted(
+      param for param in set(params) - mapped - set(_NORM_FIELDS)
+      if gin_config.binding(f'{selector}.{param}',
+                            default=_UNBOUND) is not _UNBOUND)
   if unmapped:
     raise ValueError(f'gin binding {selector}.{unmapped[0]} has no Model '
                      'Garden config field; remove it to run the peer.')
@@ -139,7 +164,8 @@ def _norm_activation(selectors):
   """
   values = {}
   for field in _NORM_FIELDS:
-    found = {f'{sel}.{field}': setting(f'{sel}.{field}', fn)
+    found = {f'{sel}.{field}': gin_config.binding(
+                 f'{sel}.{field}', **signature_default(fn, field))
              for sel, fn in selectors
              if field in inspect.signature(fn).parameters}
     if len(set(found.values())) > 1:
@@ -152,28 +178,27 @@ def _norm_activation(selectors):
 
 def model_config():
   """(SemanticSegmentationModel, base experiment name) of build_model."""
-  backbone_ref = _reference('build_model.backbone', _BACKBONES)
-  decoder_ref = _reference('build_model.decoder', ('decoders.ASPP',))
-  head_ref = _reference('build_model.head', ('heads.SegmentationHead',))
-  backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_ref.selector]
-  backbone = _module_config(cfg_cls, backbone_ref.scoped_selector,
-                            backbone_cls)
+  backbone_sel, _ = _mapped('build_model.backbone',
+                            {sel: row[0] for sel, row in _BACKBONES.items()})
+  decoder_sel, _ = _mapped('build_model.decoder', _DECODERS)
+  head_sel, _ = _mapped('build_model.head', _HEADS)
+  backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_sel]
+  backbone = _module_config(cfg_cls, backbone_sel, backbone_cls)
   # build_model puts ASPP and the head at the backbone's deepest level.
   level = int(math.log2(backbone.output_stride or 32))
-  aspp = _module_config(decoder_cfgs.ASPP, decoder_ref.scoped_selector,
-                        decoders.ASPP, level=level)
-  head = _module_config(seg_cfgs.SegmentationHead, head_ref.scoped_selector,
+  aspp = _module_config(decoder_cfgs.ASPP, decoder_sel, decoders.ASPP,
+                        level=level)
+  head = _module_config(seg_cfgs.SegmentationHead, head_sel,
                         heads.SegmentationHead, level=level)
   return seg_cfgs.SemanticSegmentationModel(
-      num_classes=setting('segmentation_task.num_classes'),
+      num_classes=gin_config.binding('segmentation_task.num_classes'),
       input_size=[None, None, 3],
       backbone=backbone_cfgs.Backbone(type=kind, **{kind: backbone}),
       decoder=decoder_cfgs.Decoder(type='aspp', aspp=aspp),
       head=head,
       norm_activation=_norm_activation(
-          [(backbone_ref.scoped_selector, backbone_cls),
-           (decoder_ref.scoped_selector, decoders.ASPP),
-           (head_ref.scoped_selector, heads.SegmentationHead)])), base
+          [(backbone_sel, backbone_cls), (decoder_sel, decoders.ASPP),
+           (head_sel, heads.SegmentationHead)])), base
 
 
 def _data_config(scope, is_training):
@@ -191,11 +216,13 @@ def _data_config(scope, is_training):
   Returns:
     A `semantic_segmentation.DataConfig`.
   """
-  crop = list(setting(f'{scope}/Parser.crop_size'))
-  parser = lambda param: setting(f'{scope}/Parser.{param}', preprocess.Parser)
-  dataset = lambda param: setting(f'{scope}/build_dataset.{param}',
-                                  input_fn.build_dataset)
-  batch = setting(f'build_estimator.{scope}_batch_size')
+  crop = list(gin_config.binding('Parser.crop_size', scope))
+  parser = lambda param: gin_config.binding(
+      f'Parser.{param}', scope, **signature_default(preprocess.Parser, param))
+  dataset = lambda param: gin_config.binding(
+      f'build_dataset.{param}', scope,
+      **signature_default(input_fn.build_dataset, param))
+  batch = gin_config.binding(f'build_estimator.{scope}_batch_size')
   image = seg_cfgs.DenseFeatureConfig(mean=list(parser('mean_rgb')),
                                       stddev=list(parser('stddev_rgb')))
   data = seg_cfgs.DataConfig(
@@ -217,26 +244,26 @@ def _data_config(scope, is_training):
 
 def optimizer_config():
   """OptimizationConfig of make_optimizer and learning_rate.schedule."""
-  _reference('make_optimizer.optimizer', ('tf.train.MomentumOptimizer',))
-  schedule = _reference('learning_rate.schedule',
-                        (_POLY, 'schedules.LinearWarmup'))
+  _mapped('make_optimizer.optimizer', _OPTIMIZERS)
+  # The schedules gin builds for learning_rate: their configs hold the
+  # values training uses, defaults included.
+  name, schedule = _mapped('learning_rate.schedule', _SCHEDULES)
   warmup = {}
-  if schedule.selector == 'schedules.LinearWarmup':
+  if name == 'schedules.LinearWarmup':
+    config = schedule.get_config()
     warmup = {'type': 'linear', 'linear': {
-        'warmup_steps': setting(f'{schedule.scoped_selector}.warmup_steps'),
-        'warmup_learning_rate': setting(
-            f'{schedule.scoped_selector}.warmup_learning_rate')}}
-    schedule = _reference(f'{schedule.scoped_selector}.after_warmup_lr_sched',
-                          (_POLY,))
-  poly = {name: setting(f'{schedule.scoped_selector}.{name}',
-                        tf.keras.optimizers.schedules.PolynomialDecay)
-          for name in ('initial_learning_rate', 'decay_steps',
-                       'end_learning_rate', 'power', 'cycle')}
+        key: config[key] for key in ('warmup_steps', 'warmup_learning_rate')}}
+    _, schedule = _mapped('schedules.LinearWarmup.after_warmup_lr_sched',
+                          _POLY)
+  poly = {key: schedule.get_config()[key] for key in _POLY_FIELDS}
+  momentum = tf.compat.v1.train.MomentumOptimizer
   return optimization.OptimizationConfig({
       'optimizer': {'type': 'sgd', 'sgd': {
-          'momentum': setting('tf.train.MomentumOptimizer.momentum'),
-          'nesterov': setting('tf.train.MomentumOptimizer.use_nesterov',
-                              tf.compat.v1.train.MomentumOptimizer)}},
+          'momentum': gin_config.binding(
+              'tf.train.MomentumOptimizer.momentum'),
+          'nesterov': gin_config.binding(
+              'tf.train.MomentumOptimizer.use_nesterov',
+              **signature_default(momentum, 'use_nesterov'))}},
       'learning_rate': {'type': 'polynomial', 'polynomial': poly},
       'warmup': warmup})
 
@@ -249,11 +276,13 @@ def precision_name(config):
 
 def _losses():
   """Losses of segmentation_loss and build_model.weight_decay."""
-  loss = lambda param: setting(f'segmentation_loss.{param}',
-                               losses.segmentation_loss)
+  loss = lambda param: gin_config.binding(
+      f'segmentation_loss.{param}',
+      **signature_default(losses.segmentation_loss, param))
   return seg_cfgs.Losses(
-      l2_weight_decay=setting('build_model.weight_decay',
-                              model_lib.build_model),
+      l2_weight_decay=gin_config.binding(
+          'build_model.weight_decay',
+          **signature_default(model_lib.build_model, 'weight_decay')),
       ignore_label=loss('ignore_label'),
       label_smoothing=loss('label_smoothing'),
       top_k_percent_pixels=loss('top_k_percent_pixels'),
@@ -262,11 +291,14 @@ def _losses():
 
 def _check_matching():
   """Raises ValueError naming a binding of _MATCHING_ONLY set otherwise."""
-  for binding, constructor, accepted in _MATCHING_ONLY:
-    value = setting(binding, constructor)
+  for selector, scope, constructor, accepted in _MATCHING_ONLY:
+    param = selector.rsplit('.', 1)[1]
+    value = gin_config.binding(selector, scope,
+                               **signature_default(constructor, param))
     if value not in accepted:
+      name = f'{scope}/{selector}' if scope else selector
       raise ValueError(
-          f'gin binding {binding} = {value!r} has no Model Garden '
+          f'gin binding {name} = {value!r} has no Model Garden '
           f'counterpart; the peer benchmark needs {accepted[0]!r}.')
 
 
@@ -305,7 +337,7 @@ def peer_config(precision=None, steps_per_loop=10, eval_batches=None,
       allow_image_summary=False,
       init_checkpoint=None)
   config.trainer.override({
-      'train_steps': setting('run.train_steps'),
+      'train_steps': gin_config.binding('run.train_steps'),
       'steps_per_loop': steps_per_loop,
       'validation_steps': eval_batches or -1,
       'optimizer_config': optimizer_config()})

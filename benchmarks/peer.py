@@ -2,7 +2,6 @@
 
 import time
 
-import gin
 import tensorflow as tf
 from official.common import distribute_utils
 from official.core import base_trainer
@@ -12,9 +11,11 @@ from official.modeling import performance
 # Registers the Model Garden segmentation task with task_factory.
 from official.vision.tasks import semantic_segmentation  # pylint: disable=unused-import
 
-from official_seg.benchmark import measure
-from official_seg.benchmark import peer_config as peer_config_lib
-from official_seg.data import benchmark as input_benchmark
+from benchmarks import input as input_benchmark
+from benchmarks import measure
+from benchmarks import peer_config as peer_config_lib
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 
@@ -170,7 +171,9 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
         train_mean_iou=False):
   """Measures the Model Garden trainer on a gin experiment, as `ours.run` does.
 
-  TRAIN_STEPS is set to `train_steps`, so the schedule spans the run.
+  TRAIN_STEPS is set to `train_steps`, so the schedule spans the run. The
+  experiment is parsed over gin's current config; the caller (a binary or a
+  test) clears that config first.
 
   Args:
     gin_files: list of str, the experiment's gin files.
@@ -183,7 +186,6 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   Returns:
     dict of the measurements; `measure.emit` prints it.
   """
-  gin.clear_config()
   gin_config.parse(gin_files,
                    list(gin_params) + [f'TRAIN_STEPS = {train_steps}'],
                    finalize=False)

@@ -3,9 +3,9 @@
 import collections
 import time
 
-import gin
-
 from official_seg.data import input_fn as input_lib
+# Registers run and the other configurables every experiment binds.
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 Throughput = collections.namedtuple(
@@ -38,21 +38,36 @@ def measure(dataset, batch_size, warmup_batches=10, num_batches=50):
   return Throughput(num_images / seconds, num_images, seconds)
 
 
+def training_dataset(batch_size):
+  """The parsed experiment's training dataset, as train_and_eval builds it.
+
+  Args:
+    batch_size: int, images per batch.
+
+  Returns:
+    A `tf.data.Dataset` of (features dict, labels) batches.
+  """
+  return input_lib.make_input_fn(is_training=True)({'batch_size': batch_size})
+
+
 def training_input(gin_files, gin_params, data_dir=None, batch_size=None):
-  """The training dataset of a gin experiment, as train_and_eval builds it.
+  """Parses a gin experiment and returns its training dataset.
+
+  The experiment is parsed over gin's current config, unlocked; the caller
+  (a binary or a test) clears that config first.
 
   Args:
     gin_files: list of gin files.
     gin_params: list of bindings applied after the files.
     data_dir: optional str, overrides DATA_DIR.
-    batch_size: optional int; default TRAIN_BATCH_SIZE.
+    batch_size: optional int; default the experiment's training batch
+      (build_estimator.train_batch_size).
 
   Returns:
-    (dataset, batch_size).
+    (dataset, batch_size): see `training_dataset`.
   """
   params = list(gin_params) + ([f'DATA_DIR = {data_dir!r}'] if data_dir else [])
-  gin.clear_config()
   gin_config.parse(gin_files, params, finalize=False)
-  batch_size = batch_size or gin.query_parameter('%TRAIN_BATCH_SIZE')
-  input_fn = input_lib.make_input_fn(is_training=True)
-  return input_fn({'batch_size': batch_size}), batch_size
+  batch_size = batch_size or gin_config.binding(
+      'build_estimator.train_batch_size')
+  return training_dataset(batch_size), batch_size

@@ -1,4 +1,4 @@
-"""Runs the benchmark's trainers in subprocesses and reports them side by side."""
+"""Runs the benchmark's trainers in subprocesses; reports them side by side."""
 
 import os
 import platform
@@ -6,9 +6,9 @@ import statistics
 import subprocess
 import sys
 
-from official_seg.benchmark import measure
+from benchmarks import measure
+from benchmarks import runner
 
-TRAINERS = ('official_seg', 'model_garden')
 _RATE_KEYS = ('input_images_per_sec', 'train_images_per_sec',
               'eval_images_per_sec')
 _OPTIONAL_KEYS = ('mean_iou', 'checkpoint_secs', 'checkpoint_cost')
@@ -38,17 +38,17 @@ def machine():
 
 
 def run_trainer(trainer, runner_args, timeout_secs=None):
-  """Runs `official_seg.benchmark.runner` for one trainer; its result dict.
+  """Runs `benchmarks.runner` for one trainer; its result dict.
 
   Args:
-    trainer: one of `TRAINERS`.
+    trainer: one of `runner.TRAINERS`.
     runner_args: list of str, the runner's other flags.
     timeout_secs: optional float.
 
   Raises:
     RunnerError: the runner exited with an error or printed no result.
   """
-  command = [sys.executable, '-m', 'official_seg.benchmark.runner',
+  command = [sys.executable, '-m', runner.__name__,
              f'--trainer={trainer}'] + list(runner_args)
   process = subprocess.run(command, capture_output=True, text=True,
                            timeout=timeout_secs, check=False)

@@ -1,0 +1,88 @@
+"""Runs one trainer's benchmark in this process and prints its result line.
+
+  python -m benchmarks.runner --trainer=official_seg \
+    --gin_file=gin/experiments/benchmark_mnv2_deeplabv3.gin --model_dir=/tmp/b
+
+tools/benchmark.py shares the experiment flags (`define_flags`) and, through
+`report.run_trainer`, starts one such process per trainer, so that each has
+its own peak memory, its own TensorFlow state (graph mode for Estimator,
+eager for the Model Garden's Orbit loop) and nothing cached from the other.
+Only `main` reads flags; `run` takes plain arguments.
+"""
+
+from absl import app
+from absl import flags
+import gin
+
+from benchmarks import measure
+
+TRAINERS = ('official_seg', 'model_garden')
+FLAGS = flags.FLAGS
+
+
+def run(trainer, gin_files, gin_params, model_dir, train_steps, warmup_steps,
+        input_batches=50, eval_batches=None, peer_train_mean_iou=False):
+  """Measures one trainer on a gin experiment in this process.
+
+  Args:
+    trainer: str, one of `TRAINERS`.
+    gin_files: list of str, the experiment's gin files.
+    gin_params: list of str, bindings after the files.
+    model_dir: str, an empty folder for this run.
+    train_steps: int, training steps (TRAIN_STEPS is set to it).
+    warmup_steps: int, training steps not timed.
+    input_batches: int, input batches timed.
+    eval_batches: optional int, evaluation batches; None reads the split.
+    peer_train_mean_iou: bool, Model Garden only: compute its training mean
+      IoU every step, as its configurations do by default.
+
+  Returns:
+    dict of the measurements; `measure.emit` prints it.
+
+  Raises:
+    ValueError: `trainer` is not one of `TRAINERS`.
+  """
+  args = (gin_files, gin_params, model_dir, train_steps, warmup_steps,
+          input_batches, eval_batches)
+  # Each trainer's imports stay out of the other's process.
+  if trainer == 'official_seg':
+    from benchmarks import ours  # pylint: disable=g-import-not-at-top
+    return ours.run(*args)
+  if trainer == 'model_garden':
+    from benchmarks import peer  # pylint: disable=g-import-not-at-top
+    return peer.run(*args, train_mean_iou=peer_train_mean_iou)
+  raise ValueError(f'Unknown trainer {trainer!r}; use one of {TRAINERS}.')
+
+
+def define_flags():
+  """Defines the experiment flags the runner shares with tools/benchmark.py."""
+  flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
+  flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+  flags.DEFINE_integer('train_steps', 100, 'Training steps (TRAIN_STEPS).')
+  flags.DEFINE_integer('warmup_steps', 10, 'Training steps not timed.')
+  flags.DEFINE_integer('input_batches', 50, 'Input batches timed.')
+  flags.DEFINE_integer('eval_batches', None,
+                       'Evaluation batches; default: the whole split.')
+  flags.DEFINE_bool('peer_train_mean_iou', False,
+                    'Model Garden only: compute its training mean IoU every '
+                    'step, as its configurations do by default.')
+  flags.mark_flag_as_required('gin_file')
+
+
+def main(argv):
+  del argv  # Unused.
+  if not FLAGS.model_dir:
+    raise app.UsageError('--model_dir is required: an empty folder.')
+  gin.clear_config()
+  measure.emit(run(FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param,
+                   FLAGS.model_dir, FLAGS.train_steps, FLAGS.warmup_steps,
+                   FLAGS.input_batches, FLAGS.eval_batches,
+                   FLAGS.peer_train_mean_iou))
+
+
+if __name__ == '__main__':
+  define_flags()
+  flags.DEFINE_enum('trainer', TRAINERS[0], TRAINERS,
+                    'Which trainer to measure.')
+  flags.DEFINE_string('model_dir', None, 'An empty folder for this run.')
+  app.run(main)

@@ -1,0 +1,66 @@
+"""Tests for report: medians of repeats, derived figures, table, runner."""
+
+import tensorflow as tf
+
+from benchmarks import report
+
+
+def _result(trainer, train, **extra):
+  result = {'trainer': trainer, 'batch_size': 8, 'crop_size': [257, 257],
+            'precision': 'float32', 'train_steps': 20, 'flops_per_step': 4e9,
+            'uncounted_flop_ops': 0, 'input_images_per_sec': 80.0,
+            'train_images_per_sec': train, 'eval_images_per_sec': 10.0,
+            'mean_iou': 0.5, 'peak_rss_mb': 100.0, 'loss_curve': [[0, 1.0]]}
+  result.update(extra)
+  return result
+
+
+class ReportTest(tf.test.TestCase):
+
+  def test_median_of_repeats(self):
+    merged = report.median_result([
+        _result('official_seg', 10.0, peak_rss_mb=300.0),
+        _result('official_seg', 30.0),
+        _result('official_seg', 12.0, mean_iou=0.7)])
+    self.assertEqual(merged['train_images_per_sec'], 12.0)
+    self.assertEqual(merged['mean_iou'], 0.5)
+    self.assertEqual(merged['peak_rss_mb'], 300.0)
+    self.assertEqual(merged['repeats'], [10.0, 30.0, 12.0])
+
+  def test_derived_figures(self):
+    result = report.add_derived(_result('official_seg', 16.0),
+                                {'float32': 80.0, 'mixed_bfloat16': 160.0})
+    # 2 steps/s * 4 GFLOP = 8 GFLOP/s, a tenth of 80.
+    self.assertAllClose(result['train_gflops'], 8.0)
+    self.assertAllClose(result['fraction_of_peak'], 0.1)
+    self.assertAllClose(result['input_over_train'], 5.0)
+
+  def test_ratios_and_table(self):
+    peaks = {'float32': 80.0, 'mixed_bfloat16': 160.0}
+    results = [report.add_derived(_result('official_seg', 16.0), peaks),
+               report.add_derived(_result('model_garden', 10.0,
+                                          mean_iou=0.45), peaks)]
+    ratio = report.ratios(*results)
+    self.assertAllClose(ratio['train_images_per_sec'], 1.6)
+    self.assertAllClose(ratio['mean_iou_difference'], 0.05)
+    text = report.table(results, ratio)
+    self.assertIn('1.60x', text)
+    self.assertIn('+0.050', text)
+    self.assertLen(text.splitlines(), 4)
+    results[0].update(checkpoint_secs=0.5, checkpoint_cost=0.001)
+    self.assertIn('a checkpoint takes 0.50 s, 0.10% of training',
+                  report.table(results, ratio))
+
+  def test_machine_names_cores(self):
+    self.assertGreater(report.machine()['cores'], 0)
+
+  def test_failed_runner_shows_its_error(self):
+    trainer = 'official_seg'
+    with self.assertRaisesRegex(report.RunnerError,
+                                rf'(?s){trainer} benchmark failed.*gin_file'):
+      report.run_trainer(trainer, ['--model_dir=/nonexistent'],
+                         timeout_secs=120)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -3,9 +3,9 @@
 import collections
 import time
 
+from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 # Registers run and the other configurables every experiment binds.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 Throughput = collections.namedtuple(
@@ -47,7 +47,10 @@ def training_dataset(batch_size):
   Returns:
     A `tf.data.Dataset` of (features dict, labels) batches.
   """
-  return input_lib.make_input_fn(is_training=True)({'batch_size': batch_size})
+  dataset = dataset_info.DatasetInfo()
+  input_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
+                                     dataset.data_dir, dataset.train_split)
+  return input_fn({'batch_size': batch_size})
 
 
 def training_input(gin_files, gin_params, data_dir=None, batch_size=None):

@@ -9,10 +9,10 @@ import tensorflow as tf
 from benchmarks import input as input_benchmark
 from benchmarks import measure
 # Registers run and the other configurables every experiment binds.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
-from official_seg.runtime import tpu_estimator
 
 LOSS_TAG = 'loss/total'
 
@@ -146,8 +146,8 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
   result = {'trainer': 'official_seg', 'train_steps': train_steps,
             'input_images_per_sec': _input_throughput(train_batch,
                                                       input_batches)}
-  estimator, train_fn, eval_fn = run_config_lib.build_estimator(
-      run_config_lib.build_run_config(model_dir))
+  estimator, train_fn, eval_fn = estimator_lib.build_estimator(
+      run_config_lib.build_run_config(model_dir))[:3]
   result.update(_train(estimator, train_fn, train_steps, warmup_steps,
                        train_batch))
   result.update(_evaluate(estimator, eval_fn, eval_batches, eval_batch))
@@ -155,7 +155,7 @@ def run(gin_files, gin_params, model_dir, train_steps, warmup_steps,
       'batch_size': train_batch,
       'crop_size': list(gin_config.binding('Parser.crop_size',
                                            scope='train')),
-      'precision': tpu_estimator.mixed_precision_policy(),
+      'precision': model_fn_lib.ModelFnOptions().precision,
       'peak_rss_mb': measure.peak_rss_mb(),
   })
   return result

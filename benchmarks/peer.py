@@ -15,7 +15,6 @@ from benchmarks import input as input_benchmark
 from benchmarks import measure
 from benchmarks import peer_config as peer_config_lib
 # Registers run and the other configurables every experiment binds.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 

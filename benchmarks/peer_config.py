@@ -17,6 +17,7 @@ from official.vision.modeling import backbones
 from official.vision.modeling import decoders
 from official.vision.modeling import heads
 
+from official_seg.data import dataset_info
 from official_seg.data import input_fn
 from official_seg.data import preprocess
 from official_seg.data import tfexample
@@ -24,9 +25,8 @@ from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
 # Registers run, whose train_steps the peer trains for.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
-from official_seg.runtime import tpu_estimator
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.training import optimizers
 
 _UNBOUND = object()
@@ -61,8 +61,8 @@ _MATCHING_ONLY = (
      optimizers.gradient_multipliers, (1.0,)),
     ('trainable_variables.freeze', None, optimizers.trainable_variables,
      ((), [])),
-    ('model_training_flag.fine_tune_batch_norm', None,
-     optimizers.model_training_flag, (True,)),
+    ('ModelFnOptions.fine_tune_batch_norm', None,
+     model_fn_lib.ModelFnOptions, (True,)),
     ('predict_probabilities.eval_scales', None,
      inference.predict_probabilities, ((1.0,), [1.0])),
     ('predict_probabilities.add_flipped_images', None,
@@ -191,7 +191,7 @@ def model_config():
   head = _module_config(seg_cfgs.SegmentationHead, head_sel,
                         heads.SegmentationHead, level=level)
   return seg_cfgs.SemanticSegmentationModel(
-      num_classes=gin_config.binding('segmentation_task.num_classes'),
+      num_classes=dataset_info.DatasetInfo().num_classes,
       input_size=[None, None, 3],
       backbone=backbone_cfgs.Backbone(type=kind, **{kind: backbone}),
       decoder=decoder_cfgs.Decoder(type='aspp', aspp=aspp),
@@ -216,6 +216,7 @@ def _data_config(scope, is_training):
   Returns:
     A `semantic_segmentation.DataConfig`.
   """
+  info = dataset_info.DatasetInfo()
   crop = list(gin_config.binding('Parser.crop_size', scope))
   parser = lambda param: gin_config.binding(
       f'Parser.{param}', scope, **signature_default(preprocess.Parser, param))
@@ -226,8 +227,8 @@ def _data_config(scope, is_training):
   image = seg_cfgs.DenseFeatureConfig(mean=list(parser('mean_rgb')),
                                       stddev=list(parser('stddev_rgb')))
   data = seg_cfgs.DataConfig(
-      input_path=tfexample.shard_pattern(dataset('data_dir'),
-                                         dataset('split')),
+      input_path=tfexample.shard_pattern(
+          info.data_dir, info.train_split if is_training else info.eval_split),
       output_size=crop, global_batch_size=batch, is_training=is_training,
       image_feature=image, cycle_length=dataset('cycle_length'))
   if is_training:
@@ -283,7 +284,7 @@ def _losses():
       l2_weight_decay=gin_config.binding(
           'build_model.weight_decay',
           **signature_default(model_lib.build_model, 'weight_decay')),
-      ignore_label=loss('ignore_label'),
+      ignore_label=dataset_info.DatasetInfo().ignore_label,
       label_smoothing=loss('label_smoothing'),
       top_k_percent_pixels=loss('top_k_percent_pixels'),
       class_weights=list(loss('class_weights') or []))
@@ -308,7 +309,7 @@ def peer_config(precision=None, steps_per_loop=10, eval_batches=None,
 
   Args:
     precision: 'float32' or 'mixed_bfloat16'; None takes
-      mixed_precision_policy.name.
+      ModelFnOptions.precision.
     steps_per_loop: int, training steps per Orbit loop (one loss point each).
     eval_batches: optional int, validation steps; None reads the split.
     train_mean_iou: bool, the Model Garden's `report_train_mean_iou`: its
@@ -322,7 +323,7 @@ def peer_config(precision=None, steps_per_loop=10, eval_batches=None,
     ValueError: a binding (named) has no Model Garden counterpart.
   """
   _check_matching()
-  precision = precision or tpu_estimator.mixed_precision_policy()
+  precision = precision or model_fn_lib.ModelFnOptions().precision
   if precision not in PRECISIONS:
     raise ValueError(f'--precision={precision!r}: use one of {PRECISIONS}.')
   model, base = model_config()

@@ -4,7 +4,9 @@ import collections
 
 import tensorflow as tf
 
-from official_seg.data import input_fn as input_lib
+from benchmarks import input as input_benchmark
+from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 
 
@@ -47,15 +49,15 @@ def train_op(batch_size, model_dir):
     (train op, fed by the experiment's training input pipeline; the run
     config's session config, or None).
   """
-  dataset = input_lib.make_input_fn(is_training=True)(
-      {'batch_size': batch_size})
+  dataset = input_benchmark.training_dataset(batch_size)
   features, labels = tf.compat.v1.data.make_one_shot_iterator(
       dataset).get_next()
   config = run_config_lib.build_run_config(model_dir)
   # The Estimator's own model_fn: the same dtype policy and step as training.
-  spec = run_config_lib.estimator_model_fn(
-      features, labels, tf.estimator.ModeKeys.TRAIN, {'use_tpu': False},
-      config)
+  model_fn = model_fn_lib.estimator_model_fn(
+      estimator_lib.build_estimator(config).model_fn)
+  spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
+                  {'use_tpu': False}, config)
   return spec.train_op, config.session_config
 
 

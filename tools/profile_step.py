@@ -16,7 +16,6 @@ from absl import flags
 
 from benchmarks import profile
 # Registers run and the other configurables every experiment binds.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
 from official_seg.runtime import gin_config
 
 flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')

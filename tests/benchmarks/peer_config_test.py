@@ -133,7 +133,7 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
 
   @parameterized.named_parameters(
       ('argument', 'mixed_bfloat16', []),
-      ('gin', None, ["mixed_precision_policy.name = 'mixed_bfloat16'"]))
+      ('gin', None, ["ModelFnOptions.precision = 'mixed_bfloat16'"]))
   def test_mixed_bfloat16(self, precision, extra):
     _parse(self.data_dir, extra=extra)
     config = peer_config_lib.peer_config(precision)

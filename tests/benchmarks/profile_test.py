@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from benchmarks import profile
 # Registers run, which the quickstart experiment binds.
-from official_seg.runtime import experiment  # pylint: disable=unused-import
 from tests import testing_utils
 
 

@@ -93,13 +93,14 @@ def signature_default(constructor, parameter):
   return {'default': default}
 
 
-def _mapped(selector, supported):
+def _mapped(selector, supported, **default):
   """Which of the `supported` classes gin binds to `selector`.
 
   Args:
     selector: str, 'configurable.parameter' bound to a gin reference: @name
       binds the class, @name() the object gin builds from it.
     supported: dict of gin selector to the class the peer maps.
+    **default: `signature_default`'s, for a parameter gin may leave unbound.
 
   Returns:
     (the key of `supported` that matches, the bound class or object).
@@ -109,7 +110,7 @@ def _mapped(selector, supported):
       it is a scoped class reference; the message names the binding.
   """
   try:
-    value = gin_config.binding(selector)
+    value = gin_config.binding(selector, **default)
   except TypeError as error:  # An @name() that lacks required arguments.
     raise ValueError(f'gin binding {selector} cannot be built: '
                      f'{error}') from error
@@ -180,8 +181,11 @@ def model_config():
   """(SemanticSegmentationModel, base experiment name) of build_model."""
   backbone_sel, _ = _mapped('build_model.backbone',
                             {sel: row[0] for sel, row in _BACKBONES.items()})
-  decoder_sel, _ = _mapped('build_model.decoder', _DECODERS)
-  head_sel, _ = _mapped('build_model.head', _HEADS)
+  decoder_sel, _ = _mapped(
+      'build_model.decoder', _DECODERS,
+      **signature_default(model_lib.build_model, 'decoder'))
+  head_sel, _ = _mapped('build_model.head', _HEADS,
+                        **signature_default(model_lib.build_model, 'head'))
   backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_sel]
   backbone = _module_config(cfg_cls, backbone_sel, backbone_cls)
   # build_model puts ASPP and the head at the backbone's deepest level.

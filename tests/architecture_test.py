@@ -9,7 +9,10 @@ import gin
 from gin import config as gin_config_internals
 import tensorflow as tf
 
-from official_seg import train_and_eval  # pylint: disable=unused-import
+# Registers every configurable of the package (the binary's own imports,
+# without its absl flags, which tool tests define too).
+from official_seg.runtime import dry_run  # pylint: disable=unused-import
+from official_seg.runtime import experiment  # pylint: disable=unused-import
 from tests import testing_utils
 
 _PACKAGE = os.path.join(testing_utils.REPO, 'official_seg')

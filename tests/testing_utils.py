@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import gin
+import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
@@ -78,3 +79,13 @@ def make_input_fn(is_training):
   split = dataset.train_split if is_training else dataset.eval_split
   return input_lib.make_input_fn(input_lib.make_parser(is_training, dataset),
                                  dataset.data_dir, split)
+
+
+class TinyDataTestCase(tf.test.TestCase):
+  """A test with a clean gin config and tiny synthetic shards in `data_dir`."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.data_dir = self.create_tempdir().full_path
+    write_tiny_dataset(self.data_dir, num_train=6, num_val=5)

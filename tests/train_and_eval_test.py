@@ -17,12 +17,10 @@ def _run_binary(model_dir, bindings, mode='train_and_eval', gin_file=None):
   return testing_utils.run_binary(model_dir, bindings, mode, **kwargs)
 
 
-class TrainAndEvalTest(tf.test.TestCase):
+class TrainAndEvalTest(testing_utils.TinyDataTestCase):
 
   def setUp(self):
     super().setUp()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
     self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
 
   def test_trains_evaluates_and_records(self):

@@ -7,13 +7,8 @@ from benchmarks import input as input_benchmark
 from tests import testing_utils
 
 
-class InputTest(tf.test.TestCase):
+class InputTest(testing_utils.TinyDataTestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
 
   def test_benchmark_reads_the_experiment_training_input(self):
     dataset, batch_size = input_benchmark.training_input(

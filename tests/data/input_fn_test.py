@@ -49,12 +49,10 @@ def _corrupt_shards(data_dir, good_record):
   return 3
 
 
-class InputFnTest(tf.test.TestCase):
+class InputFnTest(testing_utils.TinyDataTestCase):
 
   def setUp(self):
     super().setUp()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
     testing_utils.parse_tiny_quickstart(self.data_dir)
 
   def test_train_batches_have_static_shapes(self):

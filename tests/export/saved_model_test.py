@@ -94,7 +94,7 @@ class ExportTest(tf.test.TestCase):
     self.assertEqual(metadata['class_names'],
                      ['background', 'disk', 'box', 'triangle'])
     self.assertEqual(metadata['ignore_label'], 255)
-    self.assertIsNone(metadata['palette'])
+    self.assertEqual(metadata['palette'], 'synthetic')
 
   def test_label_maps_equal_estimator_predict(self):
     estimator, _, eval_fn = estimator_lib.build_estimator(

@@ -28,13 +28,10 @@ def _trainable_parameters():
     return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
 
 
-class DryRunTest(tf.test.TestCase):
+class DryRunTest(testing_utils.TinyDataTestCase):
 
   def setUp(self):
     super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
     self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
 
   def test_reports_data_batches_parameters_and_config(self):

@@ -15,12 +15,8 @@ from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
 
-class ModelFnTest(tf.test.TestCase, parameterized.TestCase):
+class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
-  def setUp(self):
-    super().setUp()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
 
   def _estimator(self, use_tpu_estimator, model_dir):
     testing_utils.parse_tiny_quickstart(

@@ -35,13 +35,8 @@ def _tf_config(task_type, index=0, **jobs):
                                             'index': index}})}
 
 
-class TpuPlatformTest(tf.test.TestCase):
+class TpuPlatformTest(testing_utils.TinyDataTestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
 
   def test_trains_and_evaluates_exactly_through_tpu_estimator_on_cpu(self):
     _parse(self.data_dir, 'tpu.gin')
@@ -168,13 +163,10 @@ class CrossShardBatchNormTest(tf.test.TestCase):
     self.assertIsNone(tpu_estimator.host_input_context(None))
 
 
-class StrategyPlatformTest(tf.test.TestCase, parameterized.TestCase):
+class StrategyPlatformTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
     self.model_dir = self.create_tempdir().full_path
 
   def test_multi_gpu_splits_the_global_batch_over_replicas(self):

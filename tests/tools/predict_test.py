@@ -12,6 +12,7 @@ from PIL import Image
 import tensorflow as tf
 
 from official_seg.data import palettes
+from official_seg.data import preprocess
 from official_seg.export import saved_model
 from official_seg.export import signatures
 from tests import testing_utils
@@ -31,8 +32,11 @@ def expected_labels(image):
 
 def _serve(images):
   """serving_default of an export, with `expected_labels` for a model."""
-  pixels, sizes, original = saved_model.decode_images(images, (1, 1),
-                                                      (0.0, 0.0, 0.0))
+  # Mean 0 and stddev 1 leave the pixels as decoded.
+  parser = preprocess.Parser(False, ignore_label=255, crop_size=(1, 1),
+                             mean_rgb=(0.0, 0.0, 0.0),
+                             stddev_rgb=(1.0, 1.0, 1.0))
+  pixels, sizes, original = saved_model.decode_images(images, parser)
   semantic = (tf.cast(pixels[..., 0] > 127, tf.int32)
               + 2 * tf.cast(pixels[..., 1] > 127, tf.int32))
   return {'semantic': signatures.labels_at_original_size(semantic, sizes,

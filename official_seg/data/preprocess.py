@@ -121,6 +121,11 @@ class Parser:
   def ignore_label(self):
     return self._ignore_label
 
+  @property
+  def resize_range(self):
+    """(min_resize_value, max_resize_value, resize_factor); None when unset."""
+    return self._resize
+
   def normalize(self, image):
     """float32 [h, w, 3] pixels in [0, 255] -> (image - mean) / stddev."""
     return image_ops.normalize_image(image, self._mean_rgb, self._stddev_rgb)

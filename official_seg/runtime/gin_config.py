@@ -6,8 +6,11 @@ parsing a dataset file loads the data package alone, and no caller has to
 import modules for their side effects first.
 """
 
+import copy
+import difflib
 import logging
 import os
+import re
 
 import gin
 
@@ -103,11 +106,13 @@ def binding(selector, scope=None, default=_UNBOUND):
   configurable, _, parameter = selector.rpartition('.')
   name = f'{scope}/{configurable}' if scope else configurable
   try:
-    bindings = gin.get_bindings(name)
+    bindings = gin.get_bindings(name, resolve_references=False)
   except ValueError:  # The configurable is not registered.
     bindings = {}
   if parameter in bindings:
-    return bindings[parameter]
+    # gin resolves references and macros when it copies them, as get_bindings
+    # does; copying this parameter alone leaves the others unevaluated.
+    return copy.deepcopy(bindings[parameter])
   if default is not _UNBOUND:
     return default
   raise ValueError(f'No gin binding sets {name}.{parameter}; bind it in a gin '
@@ -135,3 +140,109 @@ def read_dataset(gin_files, gin_params=()):
                      'NUM_CLASSES; include a dataset file such as '
                      'datasets/pascal_voc.gin.')
   return dataset_info.DatasetInfo()
+
+
+def macro_value(name, default=_UNBOUND):
+  """The value of macro `name`, or `default` when it is not set."""
+  try:
+    return gin.query_parameter(f'%{name}')
+  except ValueError:
+    if default is _UNBOUND:
+      raise
+    return default
+
+
+def macro_of(selector, scope=None):
+  """The macro a binding takes its value from (e.g. 'TRAIN_STEPS'), or None.
+
+  Lets a message name what the user set: `TRAIN_BATCH_SIZE`, not only
+  `build_estimator.train_batch_size`.
+  """
+  configurable, _, parameter = selector.rpartition('.')
+  name = f'{scope}/{configurable}' if scope else configurable
+  try:
+    value = gin.get_bindings(name, resolve_references=False).get(parameter)
+  except ValueError:  # The configurable is not registered.
+    return None
+  text = str(value)
+  return text[1:] if isinstance(value, gin.config.ConfigurableReference) and (
+      text.startswith('%')) else None
+
+
+_MACRO_SECTION = re.compile(r'# Macros:\n# =+\n(.*?)(?:\n\n|$)', re.S)
+_REFERENCE = re.compile(r'%([A-Za-z_][\w.]*)')
+
+
+def _set_and_referenced_macros():
+  """(macros set, macros referenced) in the parsed config, from config_str."""
+  text = gin.config_str()
+  section = _MACRO_SECTION.search(text)
+  names = set(re.findall(r'^([A-Za-z_][\w.]*) =', section.group(1), re.M)
+              ) if section else set()
+  return names, set(_REFERENCE.findall(text))
+
+
+def _where_set(name, gin_files, gin_params):
+  """'--gin_param' or 'file:line' of the last place that sets macro `name`."""
+  assignment = re.compile(rf'^\s*{re.escape(name)}\s*=')
+  if any(assignment.match(param) for param in gin_params):
+    last = [param for param in gin_params if assignment.match(param)][-1]
+    return f'--gin_param="{last.strip()}"'
+  found = None
+  pending = [resolve_gin_file(path) for path in gin_files]
+  seen = set()
+  while pending:
+    path = pending.pop(0)
+    if path in seen:
+      continue
+    seen.add(path)
+    with open(path, encoding='utf-8') as f:
+      for number, line in enumerate(f, start=1):
+        include = re.match(r"\s*include\s+['\"](.+)['\"]", line)
+        if include:
+          pending.append(resolve_gin_file(include.group(1)))
+        elif assignment.match(line):
+          found = f'{path}:{number}'
+  return found or 'a gin file'
+
+
+def unused_macros(gin_files, gin_params):
+  """One line per macro that is set but that no binding references.
+
+  A macro nothing reads is almost always a typo (`TRAIN_STEP=10`) or a
+  setting of a layer the experiment does not include; either way the run
+  would silently ignore it.
+
+  Args:
+    gin_files: the gin files parsed, as given to `parse`.
+    gin_params: the bindings parsed after them.
+
+  Returns:
+    list of str, e.g. "macro TRAIN_STEP (set by --gin_param=...) is used by
+    nothing; did you mean TRAIN_STEPS?".
+  """
+  names, referenced = _set_and_referenced_macros()
+  lines = []
+  for name in sorted(names - referenced):
+    close = difflib.get_close_matches(name, sorted(referenced), n=1)
+    hint = f'; did you mean {close[0]}?' if close else '.'
+    where = _where_set(name, gin_files, gin_params)
+    lines.append(f'macro {name} (set at {where}) is used by no binding of '
+                 f'this configuration{hint}')
+  return lines
+
+
+def missing_macros():
+  """One line per macro that a binding references but nothing sets.
+
+  Returns:
+    list of str naming the macro and the bindings that read it.
+  """
+  names, referenced = _set_and_referenced_macros()
+  text = gin.config_str()
+  lines = []
+  for name in sorted(referenced - names):
+    users = re.findall(rf'^(\S+) = .*%{re.escape(name)}\b', text, re.M)
+    lines.append(f'macro {name} is read by {", ".join(users) or "a binding"} '
+                 'but set by no gin file or --gin_param.')
+  return lines

@@ -1,0 +1,171 @@
+"""Checks of a parsed configuration before any work: macros, values, data facts."""
+
+import numbers
+
+from official_seg.data import split_metadata
+from official_seg.runtime import gin_config
+
+
+class ConfigurationError(ValueError):
+  """A configuration the run cannot use; one line per problem, no traceback."""
+
+
+def _number(value):
+  return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _whole(value):
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _positive_whole(value):
+  return _whole(value) and value > 0
+
+
+def _size(value):
+  return (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(_positive_whole(v) for v in value))
+
+
+# (binding, gin scope, test, the form expected). Each names the value a
+# configurable receives, so a macro, a direct binding and a default are
+# checked alike.
+_VALUE_CHECKS = (
+    ('run.train_steps', None, _positive_whole, 'a positive whole number'),
+    ('build_estimator.train_batch_size', None, _positive_whole,
+     'a positive whole number'),
+    ('build_estimator.eval_batch_size', None, _positive_whole,
+     'a positive whole number'),
+    ('Parser.crop_size', 'train', _size,
+     'two positive whole numbers, [height, width]'),
+    ('Parser.crop_size', 'eval', _size,
+     'two positive whole numbers, [height, width]'),
+    ('Parser.min_scale_factor', 'train', lambda v: _number(v) and v > 0,
+     'a positive number'),
+    ('Parser.max_scale_factor', 'train', lambda v: _number(v) and v > 0,
+     'a positive number'),
+    ('Parser.scale_factor_step_size', 'train', lambda v: _number(v) and v >= 0,
+     'a number >= 0'),
+    ('DatasetInfo.data_dir', None, lambda v: isinstance(v, str) and v,
+     'the folder of the TFRecord shards'),
+    ('DatasetInfo.num_classes', None, lambda v: _whole(v) and 0 < v <= 256,
+     'a whole number from 1 to 256'),
+    ('DatasetInfo.ignore_label', None, lambda v: _whole(v) and 0 <= v <= 255,
+     'a whole number from 0 to 255'),
+    ('build_run_config.save_checkpoints_steps', None, _positive_whole,
+     'a positive whole number'),
+    ('build_run_config.keep_checkpoint_max', None,
+     lambda v: _whole(v) and v >= 0, 'a whole number >= 0'),
+    ('predict_probabilities.eval_scales', None,
+     lambda v: isinstance(v, (list, tuple)) and v and all(
+         _number(s) and s > 0 for s in v), 'a list of positive numbers'),
+)
+# Macros whose consumers vary with the included files (the schedules).
+_MACRO_CHECKS = (
+    ('BASE_LEARNING_RATE', lambda v: _number(v) and v >= 0, 'a number >= 0'),
+    ('WARMUP_STEPS', lambda v: _whole(v) and v >= 0, 'a whole number >= 0'),
+    ('SLOW_START_STEPS', lambda v: _whole(v) and v >= 0,
+     'a whole number >= 0'),
+)
+_UNSET = object()
+
+
+def _name(selector, scope):
+  binding = f'{scope}/{selector}' if scope else selector
+  macro = gin_config.macro_of(selector, scope)
+  return f'{macro} ({binding})' if macro else binding
+
+
+def value_problems():
+  """One line per shared macro or common binding of the wrong form.
+
+  Returns:
+    list of str: the binding (and the macro it came from), the value given,
+    and the form expected.
+  """
+  lines = []
+  for selector, scope, test, form in _VALUE_CHECKS:
+    try:
+      value = gin_config.binding(selector, scope, default=_UNSET)
+    except (TypeError, ValueError):  # A macro set nowhere: see missing_macros.
+      continue
+    if value is not _UNSET and not test(value):
+      lines.append(f'{_name(selector, scope)} = {value!r}: expected {form}.')
+  low, high = (gin_config.binding(f'Parser.{side}_scale_factor', 'train',
+                                  default=1.0) for side in ('min', 'max'))
+  if _number(low) and _number(high) and low > high:
+    lines.append(f'train/Parser.min_scale_factor = {low!r} is larger than '
+                 f'train/Parser.max_scale_factor = {high!r}: expected '
+                 'min <= max.')
+  for macro, test, form in _MACRO_CHECKS:
+    value = gin_config.macro_value(macro, default=_UNSET)
+    if value is not _UNSET and not test(value):
+      lines.append(f'{macro} = {value!r}: expected {form}.')
+  return lines
+
+
+def check_configuration(gin_files, gin_params):
+  """Raises `ConfigurationError` listing every macro and value problem.
+
+  Args:
+    gin_files: the parsed gin files, as given to `gin_config.parse`.
+    gin_params: the bindings parsed after them.
+  """
+  lines = gin_config.missing_macros()
+  lines += gin_config.unused_macros(gin_files, gin_params) + value_problems()
+  if lines:
+    raise ConfigurationError('\n'.join(lines))
+
+
+def _largest_eval_size(metadata, eval_parser):
+  """The largest (height, width) the eval parser makes of the split's images.
+
+  None when the parser resizes without a bound on the longer side, as the
+  size then depends on each image's aspect.
+  """
+  size = (metadata['max_height'], metadata['max_width'])
+  min_size, max_size, factor = eval_parser.resize_range
+  if min_size is None:
+    return size
+  if max_size is None:
+    return None
+  # resize_to_range_size makes the longer side at most max_size, turned into
+  # factor * k + 1 downwards, and never rounds a side above it.
+  bound = max_size - (max_size - 1) % factor if factor else max_size
+  return (bound, bound)
+
+
+def data_problems(dataset, eval_parser, metadata_by_split):
+  """One line per data fact that the configuration contradicts.
+
+  Args:
+    dataset: the run's `DatasetInfo`.
+    eval_parser: the eval `preprocess.Parser`.
+    metadata_by_split: dict of split name to its `split_metadata` dict, for
+      the splits whose metadata is known.
+
+  Returns:
+    list of str.
+  """
+  lines = []
+  for split, metadata in sorted(metadata_by_split.items()):
+    if not metadata['num_images']:
+      lines.append(f'split {split!r} in {dataset.data_dir} has no images.')
+      continue
+    seen = split_metadata.num_classes_seen(metadata, dataset.ignore_label)
+    if seen > dataset.num_classes:
+      lines.append(
+          f'NUM_CLASSES = {dataset.num_classes}, but the labels of split '
+          f'{split!r} go up to class {seen - 1} (IGNORE_LABEL = '
+          f'{dataset.ignore_label}); set NUM_CLASSES to at least {seen}.')
+  metadata = metadata_by_split.get(dataset.eval_split)
+  largest = metadata and metadata['num_images'] and _largest_eval_size(
+      metadata, eval_parser)
+  crop = tuple(eval_parser.crop_size)
+  if largest and (largest[0] > crop[0] or largest[1] > crop[1]):
+    lines.append(
+        f'EVAL_CROP_SIZE (eval/Parser.crop_size) = {list(crop)} is smaller '
+        f'than the largest image of split {dataset.eval_split!r}, '
+        f'{list(largest)} (height, width): set it to at least '
+        f'{[max(a, b) for a, b in zip(crop, largest)]}.')
+  return lines

@@ -6,12 +6,12 @@ import math
 import multiprocessing
 import os
 
-import numpy as np
 import tensorflow as tf
 import tqdm
 
 from official_seg.data import encode
 from official_seg.data import layouts
+from official_seg.data import split_metadata
 from official_seg.data import tfexample
 
 # Shards of about this many source bytes; tf.data reads 100-200 MB files well.
@@ -59,7 +59,11 @@ def _encoded(pairs, encode_fn, num_workers):
 
 
 def _clear_shards(output_dir, split, overwrite):
-  """Refuses, or with `overwrite` deletes, shards of `split` already there."""
+  """Refuses, or with `overwrite` deletes, shards of `split` already there.
+
+  The split's metadata file goes too: it would describe shards that no
+  longer exist if the conversion then failed.
+  """
   pattern = tfexample.shard_pattern(output_dir, split)
   existing = tf.io.gfile.glob(pattern)
   if existing and not overwrite:
@@ -68,11 +72,17 @@ def _clear_shards(output_dir, split, overwrite):
         'replace them, or choose another --output_dir.')
   for path in existing:
     tf.io.gfile.remove(path)
+  metadata_path = split_metadata.path(output_dir, split)
+  if tf.io.gfile.exists(metadata_path):
+    tf.io.gfile.remove(metadata_path)
 
 
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
                   num_workers=1, overwrite=False, progress=True):
   """Encodes and writes the pairs of one split as DeepLab shards.
+
+  The split's `split_metadata` file is written from the encoded pairs, after
+  the shards.
 
   Args:
     pairs: list of `layouts.Pair`.
@@ -96,26 +106,27 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
   _clear_shards(output_dir, split, overwrite)
   encode_fn = functools.partial(encode.encode_pair, lookup=lookup,
                                 valid_text=valid_text)
-  counts = np.zeros(256, np.int64)
+  tally = split_metadata.Tally()
 
   def examples():
     bar = tqdm.tqdm(_encoded(pairs, encode_fn, num_workers), total=len(pairs),
                     desc=split, unit='img', disable=not progress)
     for item in bar:
-      counts[:] += item.class_counts
+      tally.add(item.height, item.width, item.class_counts)
       yield tfexample.make_example(item.image_bytes, item.label_bytes,
                                    item.name, item.image_format, item.height,
                                    item.width)
 
   try:
     written = tfexample.write_shards(examples(), output_dir, split, num_shards)
+    split_metadata.write(output_dir, split, tally.metadata(split))
   except BaseException:
     for index in range(num_shards):
       path = tfexample.shard_path(output_dir, split, index, num_shards)
       if tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
     raise
-  return SplitSummary(split, written, num_shards, counts,
+  return SplitSummary(split, written, num_shards, tally.label_counts,
                       tfexample.shard_pattern(output_dir, split))
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import split_metadata
 from official_seg.data import tfexample
 
 CLASS_NAMES = ('background', 'disk', 'box', 'triangle')
@@ -80,13 +81,16 @@ def make_sample(rng, min_size=72, max_size=144, max_shapes=4, band=1):
   return image, _ignore_borders(label, band)
 
 
-def examples(num_images, seed, image_format='jpeg', **sample_kwargs):
+def examples(num_images, seed, image_format='jpeg', tally=None,
+             **sample_kwargs):
   """Yields `num_images` synthetic `tf.train.Example`s.
 
   Args:
     num_images: int, how many examples.
     seed: int, seeds the generator so a split is reproducible.
     image_format: 'jpeg' or 'png'.
+    tally: optional `split_metadata.Tally`, given each image's size and
+      label counts as it is yielded.
     **sample_kwargs: passed to `make_sample`.
 
   Yields:
@@ -96,6 +100,8 @@ def examples(num_images, seed, image_format='jpeg', **sample_kwargs):
   encode = tf.io.encode_jpeg if image_format == 'jpeg' else tf.io.encode_png
   for index in range(num_images):
     image, label = make_sample(rng, **sample_kwargs)
+    if tally is not None:
+      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256))
     yield tfexample.make_example(
         image_bytes=encode(image).numpy(),
         label_bytes=tf.io.encode_png(label[..., None]).numpy(),
@@ -106,7 +112,7 @@ def examples(num_images, seed, image_format='jpeg', **sample_kwargs):
 
 
 def write_dataset(output_dir, splits, num_shards=2, **kwargs):
-  """Writes each split as shards; `splits` maps split name to image count.
+  """Writes each split as shards and its `split_metadata` file.
 
   Args:
     output_dir: str, the dataset folder.
@@ -119,6 +125,9 @@ def write_dataset(output_dir, splits, num_shards=2, **kwargs):
   """
   written = {}
   for seed, (split, count) in enumerate(sorted(splits.items())):
+    tally = split_metadata.Tally()
     written[split] = tfexample.write_shards(
-        examples(count, seed=seed, **kwargs), output_dir, split, num_shards)
+        examples(count, seed=seed, tally=tally, **kwargs), output_dir, split,
+        num_shards)
+    split_metadata.write(output_dir, split, tally.metadata(split))
   return written

@@ -1,10 +1,14 @@
 """Tests for the synthetic dataset."""
 
+from absl.testing import parameterized
+import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import split_metadata
 from official_seg.data import synthetic
 from official_seg.data import tfexample
+from tests import testing_utils
 
 
 class SyntheticTest(tf.test.TestCase):
@@ -42,6 +46,29 @@ class SyntheticTest(tf.test.TestCase):
     self.assertEqual(read(first), read(second))
     self.assertLen(read(first), 3)
 
+
+class MetadataTest(tf.test.TestCase, parameterized.TestCase):
+  """The metadata written from memory is what reading the shards gives."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.data_dirs = {}
+    for image_format in ('jpeg', 'png'):
+      self.data_dirs[image_format] = self.create_tempdir().full_path
+      testing_utils.write_tiny_dataset(
+          self.data_dirs[image_format], num_train=4, num_val=3,
+          image_format=image_format)
+
+  @parameterized.parameters('jpeg', 'png')
+  def test_written_metadata_equals_computed(self, image_format):
+    data_dir = self.data_dirs[image_format]
+    for split, count in (('train', 4), ('val', 3)):
+      written = split_metadata.read(data_dir, split)
+      self.assertEqual(written, split_metadata.compute(data_dir, split))
+      self.assertEqual(written['num_images'], count)
+      self.assertContainsSubset(['0', str(synthetic.IGNORE_LABEL)],
+                                written['label_histogram'])
 
 if __name__ == '__main__':
   tf.test.main()

@@ -13,6 +13,7 @@ import tensorflow as tf
 from official_seg.data import convert
 from official_seg.data import dataset_info
 from official_seg.data import layouts
+from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.runtime import gin_config
 from tests import testing_utils
@@ -182,6 +183,44 @@ class LayoutsTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(layouts.DatasetError, 'val-.*--overwrite'):
       self._convert('voc', 'val', input_dir=self.root)
 
+  @parameterized.parameters('voc', 'folders')
+  def test_written_metadata_equals_computed(self, layout):
+    # VOC's images are JPEGs, the folders' PNGs.
+    if layout == 'voc':
+      labels = self._voc_tree()
+      self._convert('voc', 'train', input_dir=self.root)
+      labels = [labels['a'], labels['b']]
+    else:
+      labels = [_label(self.rng, 24 + i, 30 - 3 * i, [0, 1, 2, 255])
+                for i in range(3)]
+      for index, label in enumerate(labels):
+        _save(os.path.join(self.root, 'img', f'x{index}.png'),
+              _image(self.rng, *label.shape))
+        _save(os.path.join(self.root, 'mask', f'x{index}.png'), label)
+      self._convert('folders', 'train', dataset_info.DatasetInfo(num_classes=3),
+                    image_dir=os.path.join(self.root, 'img'),
+                    label_dir=os.path.join(self.root, 'mask'))
+    written = split_metadata.read(self.out, 'train')
+    self.assertEqual(written, split_metadata.compute(self.out, 'train'))
+    counts = np.bincount(np.concatenate([l.ravel() for l in labels]))
+    self.assertEqual(written['label_histogram'],
+                     {str(v): int(counts[v]) for v in np.flatnonzero(counts)})
+    self.assertEqual((written['max_height'], written['max_width']),
+                     tuple(np.max([l.shape for l in labels], axis=0)))
+
+  def test_failed_overwrite_leaves_no_metadata(self):
+    self._voc_tree()
+    self._convert('voc', 'val', input_dir=self.root)
+    self.assertIsNotNone(split_metadata.read(self.out, 'val'))
+    _save(os.path.join(self.root, 'SegmentationClass', 'c.png'),
+          np.full((26, 26), 30, np.uint8))
+    pairs = layouts.find_pairs('voc', 'val', input_dir=self.root)
+    with self.assertRaisesRegex(layouts.DatasetError, 'c.png'):
+      convert.convert_split(pairs, self.out, 'val',
+                            layouts.layout_lookup('voc', 21, 255), '',
+                            overwrite=True, progress=False)
+    self.assertIsNone(split_metadata.read(self.out, 'val'))
+
   def test_summary_counts_classes_and_checks_split_size(self):
     labels = self._voc_tree()
     summary = self._convert('voc', 'val', input_dir=self.root)
@@ -327,6 +366,8 @@ class ToolTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertIn('train: 3 images in 3 shards', result.stdout)
     self.assertLen(_read_split(f'{root}/out', 'train'), 3)
+    self.assertEqual(
+        split_metadata.read(f'{root}/out', 'train')['num_images'], 3)
     _save(os.path.join(root, 'mask', 'q.png'), np.full((20, 26), 9, np.uint8))
     result = self._run(*flags, '--overwrite')
     self.assertEqual(result.returncode, 1)

@@ -1,0 +1,238 @@
+"""Facts of a split known before a run, kept beside its shards as JSON."""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+import tqdm
+
+from official_seg.data import input_fn
+from official_seg.data import tfexample
+
+# Value types of the file's keys; label_histogram maps str(label) to pixels.
+_KEYS = {'split': str, 'num_images': int, 'max_height': int, 'max_width': int,
+         'label_histogram': dict}
+_ADVICE = ('rewrite it from the shards (train_and_eval --dry_run prints its '
+           'line) or delete it')
+_LABEL_VALUES = 256
+# Records per batch handed to Python: tf.data costs per element, not per byte.
+_BATCH = 64
+
+
+def path(data_dir, split):
+  """Returns `<data_dir>/<split>-metadata.json`."""
+  return os.path.join(data_dir, f'{split}-metadata.json')
+
+
+class Tally:
+  """Accumulates the facts of a split image by image.
+
+  Writers that hold each image's size and label counts add them here rather
+  than re-reading the shards they wrote; `compute` uses it too, so both give
+  the same dict.
+  """
+
+  def __init__(self):
+    self.num_images = 0
+    self.max_height = 0
+    self.max_width = 0
+    self.label_counts = np.zeros(_LABEL_VALUES, np.int64)
+
+  def add(self, height, width, label_counts):
+    """Adds one image.
+
+    Args:
+      height: int, image height in pixels.
+      width: int, image width in pixels.
+      label_counts: int [256], pixels of each label value of its label map.
+    """
+    self.num_images += 1
+    self.max_height = max(self.max_height, int(height))
+    self.max_width = max(self.max_width, int(width))
+    self.label_counts += np.asarray(label_counts, np.int64)
+
+  def metadata(self, split):
+    """The metadata dict of the images added so far (see `compute`)."""
+    present = np.flatnonzero(self.label_counts)
+    return {
+        'split': split,
+        'num_images': self.num_images,
+        'max_height': self.max_height,
+        'max_width': self.max_width,
+        'label_histogram': {str(value): int(self.label_counts[value])
+                            for value in present},
+    }
+
+
+def _header_size(image):
+  """int32 [2], (height, width) read from a JPEG's or PNG's header."""
+
+  def png_size():
+    # Every PNG starts with its IHDR chunk: big-endian width, then height.
+    width_height = tf.io.decode_raw(tf.strings.substr(image, 16, 8),
+                                    tf.int32, little_endian=False)
+    return tf.reverse(width_height, [0])
+
+  return tf.cond(tf.io.is_jpeg(image),
+                 lambda: tf.image.extract_jpeg_shape(image)[:2], png_size)
+
+
+def _record_facts(serialized):
+  """(int32 [2] image size, int64 [256] label counts) of one record."""
+  image, label_bytes, filename = tfexample.Decoder().encoded(serialized)
+  size = _header_size(image)
+  label = tf.io.decode_png(label_bytes, channels=1)
+  check = tf.debugging.Assert(
+      tf.reduce_all(tf.equal(size, tf.shape(label)[:2])),
+      ['Image and label sizes differ in example', filename, 'image', size,
+       'label', tf.shape(label)[:2]])
+  with tf.control_dependencies([check]):
+    counts = tf.math.bincount(tf.cast(label, tf.int32),
+                              minlength=_LABEL_VALUES,
+                              maxlength=_LABEL_VALUES, dtype=tf.int64)
+  return size, counts
+
+
+def compute(data_dir, split, progress=False):
+  """Reads every record of a split for its metadata.
+
+  Images are not decoded: their sizes come from the JPEG or PNG headers.
+  Labels are decoded for the histogram.
+
+  Args:
+    data_dir: str, the folder of the shards.
+    split: str, the split name.
+    progress: bool, show a progress bar of records read on stderr.
+
+  Returns:
+    A JSON-safe dict: 'split' (str), 'num_images', 'max_height', 'max_width'
+    (int), 'label_histogram' ({str(label value): int pixels}, values with
+    pixels only, in numeric order).
+
+  Raises:
+    FileNotFoundError: no shard of the split; the message names the pattern.
+    tf.errors.OpError: a record that does not read or decode, or whose image
+      and label sizes differ; decoding errors name the example.
+  """
+  dataset = tf.data.TFRecordDataset(input_fn.list_shards(data_dir, split))
+  dataset = dataset.map(_record_facts, num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=False)
+  tally = Tally()
+  with tqdm.tqdm(desc=split, unit='img', disable=not progress) as bar:
+    for sizes, counts in dataset.batch(_BATCH).as_numpy_iterator():
+      for (height, width), label_counts in zip(sizes, counts):
+        tally.add(height, width, label_counts)
+      bar.update(len(sizes))
+  return tally.metadata(split)
+
+
+def _ordered(metadata):
+  """Keys sorted, label values in numeric order, plain ints throughout."""
+  out = {key: metadata[key] for key in sorted(metadata)}
+  histogram = metadata['label_histogram']
+  out['label_histogram'] = {key: int(histogram[key])
+                            for key in sorted(histogram, key=int)}
+  for key in ('num_images', 'max_height', 'max_width'):
+    out[key] = int(metadata[key])
+  return out
+
+
+def line(metadata):
+  """One line of JSON with sorted keys: the content of a metadata file.
+
+  Args:
+    metadata: dict, as `compute` returns.
+
+  Returns:
+    str, without a newline; label values in numeric order.
+  """
+  return json.dumps(_ordered(metadata))
+
+
+def write(data_dir, split, metadata):
+  """Writes the metadata file of a split, replacing any earlier one.
+
+  The whole file goes to a temporary name first, so readers never see a
+  partial file.
+
+  Args:
+    data_dir: str, the folder of the shards.
+    split: str, the split name.
+    metadata: dict, as `compute` returns.
+
+  Returns:
+    str, the path written.
+  """
+  target = path(data_dir, split)
+  temporary = f'{target}.tmp'
+  with tf.io.gfile.GFile(temporary, 'w') as f:
+    f.write(line(metadata) + '\n')
+  tf.io.gfile.rename(temporary, target, overwrite=True)
+  return target
+
+
+def _is_int(value):
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _problem(metadata):
+  """What is wrong with a metadata dict read from JSON, or None."""
+  if not isinstance(metadata, dict):
+    return 'does not hold a JSON object'
+  for key, kind in _KEYS.items():
+    if key not in metadata:
+      return f'lacks the key {key!r}'
+    value = metadata[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+      return f'has {key!r} = {value!r}, not a {kind.__name__}'
+  for label, pixels in metadata['label_histogram'].items():
+    if not (label.isascii() and label.isdigit() and _is_int(pixels)):
+      return (f'has label_histogram entry {label!r}: {pixels!r}, not a label '
+              'value and a pixel count')
+  return None
+
+
+def read(data_dir, split):
+  """Reads the metadata file of a split.
+
+  Args:
+    data_dir: str, the folder of the shards.
+    split: str, the split name.
+
+  Returns:
+    The dict `compute` returns, or None when the split has no metadata file.
+
+  Raises:
+    ValueError: the file is not valid JSON, lacks a key or has a value of
+      the wrong type; the message names the file.
+  """
+  name = path(data_dir, split)
+  if not tf.io.gfile.exists(name):
+    return None
+  with tf.io.gfile.GFile(name, 'rb') as f:
+    content = f.read()
+  try:
+    metadata = json.loads(content)
+  except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike.
+    raise ValueError(f'{name} is not valid JSON ({e}); {_ADVICE}.') from None
+  problem = _problem(metadata)
+  if problem:
+    raise ValueError(f'{name} {problem}; {_ADVICE}.')
+  return metadata
+
+
+def num_classes_seen(metadata, ignore_label):
+  """1 + the largest label value with pixels other than `ignore_label`.
+
+  Args:
+    metadata: dict, as `compute` or `read` returns.
+    ignore_label: int.
+
+  Returns:
+    int; 0 when no label value other than the ignore label has pixels.
+  """
+  values = [int(label) for label, pixels in
+            metadata['label_histogram'].items()
+            if pixels > 0 and int(label) != ignore_label]
+  return max(values) + 1 if values else 0

@@ -5,10 +5,11 @@ import sys
 from absl import app
 from absl import flags
 from absl import logging
-
+import gin
 import tensorflow as tf
 
 from official_seg.evaluation import results
+from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
@@ -40,21 +41,51 @@ flags.DEFINE_string('gcp_project', None,
 flags.mark_flag_as_required('model_dir')
 
 
+def _message(error):
+  """The error's own message.
+
+  gin appends 'In call to configurable ...' to errors raised inside
+  configurables; the message before it names the binding or file already.
+  """
+  return str(error).split('\n  In call to configurable')[0]
+
+
+def _exit_invalid(error):
+  """Exits with status 2: the configuration, not the data, is at fault."""
+  message = _message(error)
+  logging.error('Invalid configuration: %s', message)
+  print(f'Invalid configuration:\n{message}', file=sys.stderr)
+  sys.exit(2)
+
+
 def _parse_gin_or_exit():
-  """Parses gin before any work starts; a bad config exits with status 2."""
+  """Parses and checks gin before any work starts; a bad config exits 2."""
   try:
-    gin_config.parse(FLAGS.gin_file, FLAGS.gin_param)
+    gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
+    config_checks.check_configuration(FLAGS.gin_file, FLAGS.gin_param)
+    config_checks.check_platform(FLAGS.tpu, FLAGS.tpu_zone, FLAGS.gcp_project)
   except (FileNotFoundError, ValueError, KeyError, SyntaxError,
           TypeError) as error:
-    logging.error('Invalid gin configuration: %s', error)
-    print(f'Invalid gin configuration: {error}', file=sys.stderr)
-    sys.exit(2)
+    _exit_invalid(error)
+  gin.finalize()
+
+
+def _model_dir_or_exit():
+  """Creates --model_dir; one that cannot be created exits 1, naming it."""
+  try:
+    tf.io.gfile.makedirs(FLAGS.model_dir)
+  except tf.errors.OpError as error:
+    print(f'Error: --model_dir={FLAGS.model_dir} cannot be created: '
+          f'{error.message}', file=sys.stderr)
+    sys.exit(1)
 
 
 def _dry_run_or_exit():
-  """--dry_run: checks and reports; a problem exits with status 1."""
+  """--dry_run: checks and reports; a problem exits with status 1 or 2."""
   try:
     print(dry_run.run(FLAGS.model_dir))
+  except config_checks.ConfigurationError as error:
+    _exit_invalid(error)
   except (OSError, ValueError) as error:
     print(f'Dry run failed: {error}', file=sys.stderr)
     sys.exit(1)
@@ -71,18 +102,21 @@ def main(argv):
   # print every line twice.
   tf.get_logger().propagate = False
   _parse_gin_or_exit()
-  if FLAGS.dry_run:
+  if FLAGS.dry_run:  # It writes nothing, the model dir included.
     _dry_run_or_exit()
     return
+  _model_dir_or_exit()
   try:
     record = experiment.run(
         FLAGS.mode, FLAGS.model_dir, checkpoint_path=FLAGS.checkpoint,
         tpu_address=run_config.TpuAddress(FLAGS.tpu, FLAGS.tpu_zone,
                                           FLAGS.gcp_project))
+  except config_checks.ConfigurationError as error:
+    _exit_invalid(error)
   except experiment.USER_ERRORS as error:
     # Missing or corrupt data, files or checkpoints: the message says which
     # and where, and what to do; a stack trace would add nothing.
-    print(f'Error: {error}', file=sys.stderr)
+    print(f'Error: {_message(error)}', file=sys.stderr)
     sys.exit(1)
   except tf.errors.InvalidArgumentError as error:
     message = experiment.failed_check(error)

@@ -2,7 +2,11 @@
 
 import numbers
 
+import tensorflow as tf
+
+from official_seg.data import input_fn as input_lib
 from official_seg.data import split_metadata
+from official_seg.runtime import cluster
 from official_seg.runtime import gin_config
 
 
@@ -113,6 +117,62 @@ def check_configuration(gin_files, gin_params):
   """
   lines = gin_config.missing_macros()
   lines += gin_config.unused_macros(gin_files, gin_params) + value_problems()
+  if lines:
+    raise ConfigurationError('\n'.join(lines))
+
+
+def check_platform(tpu, tpu_zone, gcp_project):
+  """Raises `ConfigurationError` for a platform without what it needs.
+
+  Args:
+    tpu, tpu_zone, gcp_project: the binary's TPU flags (None when unset).
+  """
+  lines = []
+  if not tpu and (tpu_zone or gcp_project):
+    lines.append('--tpu_zone or --gcp_project is set but --tpu names no TPU: '
+                 'add --tpu=<name> (with gin/platforms/tpu.gin), or drop them.')
+  parameter_servers = gin_config.binding(
+      'build_run_config.max_worker_delay_secs', default=None) is not None
+  if parameter_servers and 'ps' not in cluster.cluster_spec().jobs:
+    lines.append('gin/platforms/parameter_server.gin needs a TF_CONFIG '
+                 'cluster with "ps" tasks (docs/distributed.md); TF_CONFIG '
+                 'names none.')
+  if lines:
+    raise ConfigurationError('\n'.join(lines))
+
+
+def check_data(dataset, eval_parser, splits):
+  """Raises `ConfigurationError` when the split metadata contradicts the run.
+
+  Splits without a metadata file (shards made elsewhere) are logged: the
+  dry run computes their facts.
+
+  Raises:
+    FileNotFoundError: a split has no shards; the message names the pattern.
+    ConfigurationError: the facts contradict the configuration.
+
+  Args:
+    dataset: the run's `DatasetInfo`.
+    eval_parser: the eval `preprocess.Parser`.
+    splits: the split names the run reads.
+  """
+  known = {}
+  for split in sorted(set(splits)):
+    # A split with no shards stops here, naming the pattern, not after
+    # training has run up to the first evaluation.
+    input_lib.list_shards(dataset.data_dir, split)
+    try:
+      metadata = split_metadata.read(dataset.data_dir, split)
+    except ValueError as error:
+      raise ConfigurationError(str(error)) from error
+    if metadata is None:
+      tf.compat.v1.logging.info(
+          'No %s beside the shards of split %r: its sizes and labels are '
+          'not checked before the run; train_and_eval --dry_run checks them.',
+          split_metadata.path(dataset.data_dir, split), split)
+    else:
+      known[split] = metadata
+  lines = data_problems(dataset, eval_parser, known)
   if lines:
     raise ConfigurationError('\n'.join(lines))
 

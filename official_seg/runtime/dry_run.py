@@ -2,13 +2,16 @@
 
 import contextlib
 import os
+import time
 
 import gin
 import numpy as np
 import tensorflow as tf
 
 from official_seg.data import input_fn as input_lib
+from official_seg.data import split_metadata
 from official_seg.runtime import cluster
+from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
@@ -73,14 +76,15 @@ def _batch_line(name, global_batch, replicas):
   return f'{name}: global {global_batch} = {replicas} replica(s) x {share}'
 
 
-def _count_model(built, config, train_batch):
-  """Builds the model_fn once in TRAIN mode on one real training batch.
+def _count_and_time(built, config, train_batch, timed_steps=2):
+  """Builds the model_fn once in TRAIN mode on real batches and times steps.
 
   The model_fn is the one both estimators wrap, so the graph is built in the
-  run's precision.
+  run's precision. One step warms up; `timed_steps` more are timed.
 
   Returns:
-    (trainable parameter count, shape of the images it was built on).
+    (trainable parameter count, shape of the images it was built on,
+    seconds per training step on this machine).
   """
   dataset = built.dataset
   train_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
@@ -89,23 +93,69 @@ def _count_model(built, config, train_batch):
     params = {'batch_size': train_batch, 'use_tpu': False}
     features, labels = tf.compat.v1.data.make_one_shot_iterator(
         train_fn(params)).get_next()
-    built.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, params,
-                   config)
+    spec = built.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
+                          params, config)
     count = sum(int(np.prod(v.shape)) for v in
                 tf.compat.v1.trainable_variables())
     with tf.compat.v1.Session() as session:
-      # One batch through the real pipeline proves decoding and parsing.
-      images = session.run(features['image'])
-  return count, images.shape
+      session.run(tf.compat.v1.global_variables_initializer())
+      # A real batch through the pipeline proves decoding and parsing.
+      images, _ = session.run([features['image'], spec.train_op])
+      start = time.perf_counter()
+      for _ in range(timed_steps):
+        session.run(spec.train_op)
+      seconds = (time.perf_counter() - start) / timed_steps
+  return count, images.shape, seconds
+
+
+def _metadata(dataset, lines):
+  """Each split's metadata; computed (and its line reported) when missing."""
+  known = {}
+  for split in sorted({dataset.train_split, dataset.eval_split}):
+    metadata = split_metadata.read(dataset.data_dir, split)
+    if metadata is None:
+      metadata = split_metadata.compute(dataset.data_dir, split,
+                                        progress=True)
+      lines.append(
+          f'split {split!r}: no metadata beside its shards, so every record '
+          f'was read; save this line as '
+          f'{split_metadata.path(dataset.data_dir, split)}:\n'
+          f'{split_metadata.line(metadata)}')
+    known[split] = metadata
+  return known
+
+
+def _plan(dataset, metadata, train_batch, step_seconds):
+  """Lines on what the run will do: steps, epochs, evaluations, time."""
+  steps = gin_config.binding('run.train_steps')
+  every = gin_config.binding('build_run_config.save_checkpoints_steps',
+                             default=1000)
+  kept = gin_config.binding('build_run_config.keep_checkpoint_max', default=5)
+  train_images = metadata[dataset.train_split]['num_images']
+  epochs = steps * train_batch / max(train_images, 1)
+  evaluations = -(-steps // every)
+  return [
+      f'plan: {steps} steps of {train_batch} images = {epochs:.1f} epochs of '
+      f'split {dataset.train_split!r} ({train_images} images); '
+      f'{evaluations} checkpoint(s), every {every} steps and at the last, '
+      f'each evaluated on split {dataset.eval_split!r} '
+      f'({metadata[dataset.eval_split]["num_images"]} images) by '
+      f'train_and_eval or the evaluator; the newest {kept} kept',
+      f'time: {step_seconds:.3f} s a training step on this machine (one '
+      f'replica\'s share, 2 steps timed after one warm-up): about '
+      f'{steps * step_seconds / 60:.1f} min of training, evaluation not '
+      'included']
 
 
 def run(model_dir):
   """Checks the parsed config without training, and reports.
 
-  Lists the train and eval shards and reads a record of each, builds the
-  estimator (which checks the batch split), builds the model_fn once on one
-  real training batch, and counts the trainable parameters. Nothing is
-  written and no TPU or cluster task is contacted.
+  Lists the train and eval shards and reads a record of each, checks the
+  splits' metadata against the configuration (computing it, with a
+  progress bar, for shards written without one), builds the estimator
+  (which checks the batch split), runs the model_fn's training step on real
+  batches to count the parameters and time a step, and says what the run
+  will do. Nothing is written and no TPU or cluster task is contacted.
 
   Args:
     model_dir: str, the run's model dir (only read).
@@ -115,6 +165,7 @@ def run(model_dir):
 
   Raises:
     FileNotFoundError, OSError: missing or unreadable data.
+    config_checks.ConfigurationError: the data contradicts the configuration.
     ValueError: a batch that the replicas cannot split, or another invalid
       setting; the message names the binding.
   """
@@ -124,6 +175,10 @@ def run(model_dir):
   dataset = built.dataset
   lines = [_check_shards('train', dataset.data_dir, dataset.train_split),
            _check_shards('eval', dataset.data_dir, dataset.eval_split)]
+  metadata = _metadata(dataset, lines)
+  problems = config_checks.data_problems(dataset, built.eval_parser, metadata)
+  if problems:
+    raise config_checks.ConfigurationError('\n'.join(problems))
   tpu_platform = isinstance(built.estimator, tpu_estimator.TPUEstimator)
   replicas = (config.tpu_config.num_shards if tpu_platform
               else _replicas(config))
@@ -135,9 +190,10 @@ def run(model_dir):
       'build_estimator.eval_batch_size',
       gin_config.binding('build_estimator.eval_batch_size'),
       replicas if tpu_platform else 1))
-  count, shape = _count_model(
+  count, shape, seconds = _count_and_time(
       built, config, train_batch // replicas if replicas else train_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
+  lines += _plan(dataset, metadata, train_batch, seconds)
   lines.append('Operative gin config:\n' + gin.operative_config_str())
   return '\n'.join(lines)

@@ -13,6 +13,7 @@ from official_seg.evaluation import continuous
 from official_seg.evaluation import results
 from official_seg.export import saved_model
 from official_seg.runtime import cluster
+from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
@@ -168,8 +169,9 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
     return None
   if role == 'evaluator':
     mode = 'continuous_eval'
-  config = run_config_lib.build_run_config(model_dir, tpu_address)
-  built = estimator_lib.build_estimator(config)
+  built = _build(model_dir, tpu_address)
+  config_checks.check_data(built.dataset, built.eval_parser,
+                           _splits(built.dataset, mode))
   try:
     if role == 'trainer':
       return cluster.train(built.estimator, built.train_input_fn,
@@ -182,6 +184,24 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
     raise input_lib.explain_data_loss(
         error, dataset.data_dir,
         [dataset.train_split, dataset.eval_split]) from error
+
+
+def _build(model_dir, tpu_address):
+  """The run config and estimator; a setting they reject is a config error."""
+  try:
+    config = run_config_lib.build_run_config(model_dir, tpu_address)
+    return estimator_lib.build_estimator(config)
+  except ValueError as error:
+    raise config_checks.ConfigurationError(str(error)) from error
+
+
+def _splits(dataset, mode):
+  """The splits checked before a mode starts: both, unless it only exports.
+
+  A training-only job checks the eval split too: the evaluator beside it
+  would otherwise fail at its first checkpoint.
+  """
+  return [] if mode == 'export' else [dataset.train_split, dataset.eval_split]
 
 
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):

@@ -11,7 +11,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.data import dataset_info
+from official_seg.data import split_metadata
 from official_seg.modeling import model as model_lib
+from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
 from official_seg.runtime import gin_config
 from tests import testing_utils
@@ -48,6 +50,32 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     self.assertIn('build_model.backbone = @backbones.MobileNet', config)
     self.assertIn('MomentumOptimizer.momentum = 0.9', config)
     self.assertFalse(os.path.exists(self.model_dir))
+    # tiny_bindings: 3 steps of 2 images over 6, a checkpoint every 2 steps.
+    self.assertIn("plan: 3 steps of 2 images = 1.0 epochs of split 'train' "
+                  '(6 images); 2 checkpoint(s), every 2 steps and at the '
+                  "last, each evaluated on split 'val' (5 images)", report)
+    self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
+    # The writer left metadata beside the shards: nothing to compute.
+    self.assertNotIn('save this line', report)
+
+  def test_shards_without_metadata_get_their_line(self):
+    written = split_metadata.read(self.data_dir, 'val')
+    os.remove(split_metadata.path(self.data_dir, 'val'))
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    report = dry_run.run(self.model_dir)
+    self.assertIn(f"split 'val': no metadata beside its shards, so every "
+                  f'record was read; save this line as '
+                  f"{split_metadata.path(self.data_dir, 'val')}:\n"
+                  f'{split_metadata.line(written)}', report)
+    self.assertNotIn("split 'train': no metadata", report)
+
+  def test_data_that_contradicts_the_config_is_a_configuration_error(self):
+    os.remove(split_metadata.path(self.data_dir, 'val'))
+    testing_utils.parse_tiny_quickstart(self.data_dir,
+                                        extra=['EVAL_CROP_SIZE = [20, 20]'])
+    with self.assertRaisesRegex(config_checks.ConfigurationError,
+                                r'EVAL_CROP_SIZE .* \[20, 20\] is smaller'):
+      dry_run.run(self.model_dir)
 
   def test_missing_split_names_the_pattern(self):
     empty = self.create_tempdir().full_path

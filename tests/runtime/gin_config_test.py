@@ -8,6 +8,7 @@ import gin
 import tensorflow as tf
 
 from official_seg.data import dataset_info
+from official_seg.runtime import config_checks
 from official_seg.runtime import gin_config
 from official_seg.modeling import model as model_lib
 from official_seg.training import schedules
@@ -43,7 +44,10 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(*_FILES)
   def test_parses_and_builds(self, name):
-    gin_config.parse(_files_for(name), _MACROS)
+    gin_config.parse(_files_for(name), _MACROS, finalize=False)
+    # No shipped file sets a macro nothing reads, or reads one nothing sets,
+    # or binds a value of the wrong form.
+    config_checks.check_configuration(_files_for(name), _MACROS)
     task = dataset_info.DatasetInfo()
     with tf.Graph().as_default():
       model = model_lib.build_model(num_classes=task.num_classes)

@@ -1,0 +1,210 @@
+"""Mistakes users make, caught before the run starts: units and the real binary."""
+
+import os
+import subprocess
+import sys
+
+from absl.testing import parameterized
+import gin
+import numpy as np
+from PIL import Image
+import tensorflow as tf
+
+from official_seg.data import dataset_info
+from official_seg.data import preprocess
+from official_seg.runtime import config_checks
+from official_seg.runtime import gin_config
+from tests import testing_utils
+
+# (name, extra bindings, extra flags, exit status, what stderr must say).
+# Every case runs the binary in --mode=train_and_eval on tiny data of
+# images 24-40 pixels with 4 classes; none may train a step.
+_MISTAKES = (
+    ('macro_typo', ['TRAIN_STEP = 10'], [], 2,
+     r'macro TRAIN_STEP \(set at --gin_param="TRAIN_STEP = 10"\).*'
+     r'did you mean TRAIN_STEPS\?'),
+    ('learning_rate_text', ["BASE_LEARNING_RATE = 'fast'"], [], 2,
+     r"BASE_LEARNING_RATE = 'fast': expected a number >= 0"),
+    ('crop_of_one_number', ['CROP_SIZE = [100]'], [], 2,
+     r'CROP_SIZE \(train/Parser.crop_size\) = \[100\]: expected two'),
+    ('crop_of_zeros', ['CROP_SIZE = [0, 0]'], [], 2,
+     r'CROP_SIZE \(train/Parser.crop_size\) = \[0, 0\]'),
+    ('batch_of_zero', ['TRAIN_BATCH_SIZE = 0'], [], 2,
+     r'TRAIN_BATCH_SIZE \(build_estimator.train_batch_size\) = 0: expected '
+     r'a positive whole number'),
+    ('eval_batch_negative', ['EVAL_BATCH_SIZE = -2'], [], 2,
+     r'EVAL_BATCH_SIZE \(build_estimator.eval_batch_size\) = -2'),
+    ('negative_steps', ['TRAIN_STEPS = -5'], [], 2,
+     r'TRAIN_STEPS \(run.train_steps\) = -5'),
+    ('eval_crop_too_small', ['EVAL_CROP_SIZE = [17, 17]'], [], 2,
+     r"EVAL_CROP_SIZE \(eval/Parser.crop_size\) = \[17, 17\] is smaller than "
+     r"the largest image of split 'val'"),
+    ('too_few_classes', ['NUM_CLASSES = 3', "CLASS_NAMES = ['a', 'b', 'c']"],
+     [], 2, r"NUM_CLASSES = 3, but the labels of split 'train' go up to "
+     r'class 3'),
+    ('class_names_count', ['NUM_CLASSES = 5'], [], 2,
+     r'CLASS_NAMES has 4 names but NUM_CLASSES is 5'),
+    ('ignore_label_range', ['IGNORE_LABEL = 300'], [], 2,
+     r'IGNORE_LABEL \(DatasetInfo.ignore_label\) = 300'),
+    ('scale_range_reversed', ['train/Parser.min_scale_factor = 2.0'], [], 2,
+     r'train/Parser.min_scale_factor = 2.0 is larger than '
+     r'train/Parser.max_scale_factor'),
+    ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], 2,
+     r'predict_probabilities.eval_scales = \[\]: expected a list'),
+    ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], 2,
+     r'crop_sise'),
+    ('tpu_zone_without_tpu', [], ['--tpu_zone=europe-west4-a'], 2,
+     r'--tpu_zone or --gcp_project is set but --tpu names no TPU'),
+    ('ps_platform_without_cluster', [],
+     ['--gin_file=gin/platforms/parameter_server.gin'], 2,
+     r'parameter_server.gin needs a TF_CONFIG cluster with "ps" tasks'),
+    ('missing_split', ["EVAL_SPLIT = 'valid'"], [], 1,
+     r'No TFRecord shards match .*valid-\?\?\?\?\?-of-'),
+    ('missing_gin_file', [], ['--gin_file=gin/experiments/quickstrat.gin'], 2,
+     r'quickstrat.gin'),
+)
+
+
+def _png(path, array):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  Image.fromarray(array).save(path)
+
+
+class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
+  """Each mistake through the real binary: exit status, message, no trace."""
+
+  @parameterized.named_parameters(*_MISTAKES)
+  def test_binary_stops_before_training(self, bindings, flags, status,
+                                        message):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    command = testing_utils.binary_command(
+        model_dir, testing_utils.tiny_bindings(self.data_dir, extra=bindings),
+        'train_and_eval') + flags
+    result = subprocess.run(command, cwd=testing_utils.REPO,
+                            capture_output=True, text=True, check=False,
+                            timeout=testing_utils.BINARY_TIMEOUT_SECS)
+    self.assertEqual(result.returncode, status, result.stderr)
+    self.assertRegex(result.stderr, message)
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+
+  def test_model_dir_that_cannot_be_created_names_it(self):
+    blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
+    with open(blocker, 'w') as f:
+      f.write('not a folder')
+    result = testing_utils.run_binary(
+        os.path.join(blocker, 'model'),
+        testing_utils.tiny_bindings(self.data_dir), mode='train')
+    self.assertEqual(result.returncode, 1, result.stderr)
+    self.assertIn(f'--model_dir={blocker}/model cannot be created',
+                  result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
+
+  @parameterized.named_parameters(
+      ('label_png_in_colour', 'colour', 'is a RGB image; labels must be '
+       'single-channel'),
+      ('image_and_label_sizes_differ', 'size', 'labels must match their '
+       'images pixel for pixel'))
+  def test_conversion_names_the_bad_label(self, fault, message):
+    root = self.create_tempdir().full_path
+    rng = np.random.default_rng(0)
+    _png(f'{root}/img/a.png', rng.integers(0, 255, (8, 6, 3), np.uint8))
+    label = np.zeros((8, 6), np.uint8)
+    if fault == 'colour':
+      label = np.stack([label] * 3, axis=-1)
+    else:
+      label = np.zeros((8, 7), np.uint8)
+    _png(f'{root}/mask/a.png', label)
+    result = subprocess.run(
+        [sys.executable, os.path.join(testing_utils.REPO, 'tools',
+                                      'build_tfrecords.py'),
+         '--layout=folders', f'--image_dir={root}/img',
+         f'--label_dir={root}/mask', f'--output_dir={root}/out',
+         '--num_classes=2', '--splits=train', '--num_workers=1'],
+        capture_output=True, text=True, check=False)
+    self.assertEqual(result.returncode, 1, result.stderr)
+    self.assertIn(f'{root}/mask/a.png', result.stderr)
+    self.assertIn(message, result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
+
+
+class ChecksTest(testing_utils.TinyDataTestCase):
+  """The checks themselves, without a process."""
+
+  def _parse(self, extra=(), files=('experiments/quickstart.gin',)):
+    gin.clear_config()
+    params = testing_utils.tiny_bindings(self.data_dir, extra=extra)
+    gin_config.parse(list(files), params, finalize=False)
+    return list(files), params
+
+  def test_shipped_quickstart_passes(self):
+    config_checks.check_configuration(*self._parse())
+
+  def test_every_problem_gets_its_own_line(self):
+    files, params = self._parse(['TRAIN_STEPS = 0', 'TRAIN_BATCH_SIZE = 1.5',
+                                 'WARMUP_STEPS = 3'])
+    with self.assertRaises(config_checks.ConfigurationError) as raised:
+      config_checks.check_configuration(files, params)
+    lines = str(raised.exception).splitlines()
+    self.assertLen(lines, 3)
+    self.assertRegex(lines[0], r'^macro WARMUP_STEPS .* used by no binding')
+    self.assertIn('TRAIN_STEPS (run.train_steps) = 0', lines[1])
+    self.assertIn('TRAIN_BATCH_SIZE (build_estimator.train_batch_size) = '
+                  '1.5', lines[2])
+
+  def test_a_macro_set_nowhere_names_its_reader(self):
+    gin.clear_config()
+    gin_config.parse(['base.gin', 'backbones/mobilenet_v2.gin'],
+                     ['TRAIN_STEPS = 3'], finalize=False)
+    lines = gin_config.missing_macros()
+    self.assertIn('macro NUM_CLASSES is read by DatasetInfo.num_classes but '
+                  'set by no gin file or --gin_param.', lines)
+
+  def test_where_a_macro_is_set_names_file_and_line(self):
+    path = os.path.join(self.create_tempdir().full_path, 'mine.gin')
+    with open(path, 'w') as f:
+      f.write("include 'experiments/quickstart.gin'\n# comment\n"
+              'TRAIN_STPES = 3\n')
+    gin.clear_config()
+    gin_config.parse([path], [f"DATA_DIR = '{self.data_dir}'"],
+                     finalize=False)
+    self.assertEqual(gin_config.unused_macros([path], []), [
+        f'macro TRAIN_STPES (set at {path}:3) is used by no binding of this '
+        'configuration; did you mean TRAIN_STEPS?'])
+
+  def _data_lines(self, metadata, crop=(41, 41), **parser_kwargs):
+    gin.clear_config()
+    dataset = dataset_info.DatasetInfo(num_classes=4, data_dir='/d',
+                                       train_split='train', eval_split='val')
+    parser = preprocess.Parser(False, ignore_label=255, crop_size=crop,
+                               **parser_kwargs)
+    return config_checks.data_problems(dataset, parser, metadata)
+
+  def test_data_facts(self):
+    fine = {'num_images': 3, 'max_height': 40, 'max_width': 33,
+            'label_histogram': {'0': 5, '3': 2, '255': 1}}
+    self.assertEmpty(self._data_lines({'train': fine, 'val': fine}))
+    self.assertEqual(self._data_lines({'val': fine}, crop=(39, 41)), [
+        "EVAL_CROP_SIZE (eval/Parser.crop_size) = [39, 41] is smaller than "
+        "the largest image of split 'val', [40, 33] (height, width): set it "
+        'to at least [40, 41].'])
+    empty = dict(fine, num_images=0)
+    self.assertEqual(self._data_lines({'train': empty}),
+                     ["split 'train' in /d has no images."])
+    extra_class = dict(fine, label_histogram={'4': 1})
+    self.assertEqual(len(self._data_lines({'train': extra_class})), 1)
+
+  def test_a_bounded_resize_bounds_the_eval_size(self):
+    large = {'num_images': 1, 'max_height': 900, 'max_width': 700,
+             'label_histogram': {'0': 1}}
+    # DeepLab's resize_to_range caps the longer side at 49 (= 16 * 3 + 1).
+    self.assertEmpty(self._data_lines(
+        {'val': large}, crop=(49, 49), min_resize_value=49,
+        max_resize_value=50, resize_factor=16))
+    self.assertLen(self._data_lines(
+        {'val': large}, crop=(48, 49), min_resize_value=49,
+        max_resize_value=50, resize_factor=16), 1)
+
+
+if __name__ == '__main__':
+  tf.test.main()

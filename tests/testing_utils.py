@@ -84,8 +84,13 @@ def make_input_fn(is_training):
 class TinyDataTestCase(tf.test.TestCase):
   """A test with a clean gin config and tiny synthetic shards in `data_dir`."""
 
+  # Images of the two splits; a subclass may set its own.
+  num_train = 6
+  num_val = 5
+
   def setUp(self):
     super().setUp()
     gin.clear_config()
     self.data_dir = self.create_tempdir().full_path
-    write_tiny_dataset(self.data_dir, num_train=6, num_val=5)
+    write_tiny_dataset(self.data_dir, num_train=self.num_train,
+                       num_val=self.num_val)

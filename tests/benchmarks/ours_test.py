@@ -1,20 +1,15 @@
 """Tests for ours: a tiny measured run of official_seg, and its step timer."""
 
 from absl.testing import parameterized
-import gin
 import tensorflow as tf
 
 from benchmarks import ours
 from tests import testing_utils
 
 
-class OursTest(parameterized.TestCase, tf.test.TestCase):
+class OursTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir)
+  num_train = 8
 
   def test_tiny_run(self):
     params = testing_utils.tiny_bindings(self.data_dir)

@@ -196,13 +196,9 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
         peer_config_lib.signature_default(preprocess.Parser, 'crop_size'), {})
 
 
-class PeerDataConfigTest(tf.test.TestCase):
+class PeerDataConfigTest(testing_utils.TinyDataTestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=8, num_val=5)
+  num_train = 8
 
   def test_model_garden_decoder_reads_our_labels(self):
     _parse(self.data_dir)

@@ -3,7 +3,6 @@
 import math
 import os
 
-import gin
 from official.vision.evaluation import segmentation_metrics
 import tensorflow as tf
 
@@ -14,13 +13,12 @@ from tests import testing_utils
 NUM_CLASSES = 4
 
 
-class RunPeerTest(tf.test.TestCase):
+class RunPeerTest(testing_utils.TinyDataTestCase):
+
+  num_train = 8
 
   def setUp(self):
     super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=8, num_val=5)
     self.model_dir = self.create_tempdir().full_path
 
   def test_mean_iou_counts_every_evaluation_batch(self):

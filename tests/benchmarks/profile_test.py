@@ -1,6 +1,5 @@
 """Tests for profile: op time by op type, from metadata and a tiny step."""
 
-import gin
 import tensorflow as tf
 
 from benchmarks import profile
@@ -18,13 +17,9 @@ def _metadata(nodes):
   return metadata
 
 
-class ProfileTest(tf.test.TestCase):
+class ProfileTest(testing_utils.TinyDataTestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir)
+  num_train = 8
 
   def test_op_seconds_sums_types_and_averages_steps(self):
     first = _metadata([('a/conv = Conv2D(x, k)', 3000),

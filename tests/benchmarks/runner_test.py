@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import gin
 import tensorflow as tf
 
 from benchmarks import measure
@@ -19,13 +18,9 @@ def _runner(args, timeout_secs=300):
                         timeout=timeout_secs, check=False)
 
 
-class RunnerTest(tf.test.TestCase):
+class RunnerTest(testing_utils.TinyDataTestCase):
 
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir)
+  num_train = 8
 
   def test_unknown_trainer_raises(self):
     with self.assertRaisesRegex(ValueError, "Unknown trainer 'keras'"):

@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import gin
 from PIL import Image
 import tensorflow as tf
 
@@ -14,13 +13,13 @@ from tests import testing_utils
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'dataset_stats.py')
 
 
-class DatasetStatsToolTest(tf.test.TestCase):
+class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
+
+  num_train = 3
+  num_val = 2
 
   def setUp(self):
     super().setUp()
-    gin.clear_config()
-    self.data_dir = self.create_tempdir().full_path
-    testing_utils.write_tiny_dataset(self.data_dir, num_train=3, num_val=2)
     self.chart = os.path.join(self.create_tempdir().full_path, 'chart.png')
 
   def _run(self, *args):

@@ -56,6 +56,14 @@ def parse_tiny_quickstart(data_dir, train_steps=3, extra=(), finalize=False):
                    finalize=finalize)
 
 
+def parse_tiny_platform(data_dir, platform, extra=(), train_steps=2):
+  """Clears gin and parses quickstart on gin/platforms/`platform`, shrunk."""
+  gin.clear_config()
+  gin_config.parse(['experiments/quickstart.gin', f'platforms/{platform}'],
+                   tiny_bindings(data_dir, train_steps, extra),
+                   finalize=False)
+
+
 def binary_command(model_dir, bindings, mode,
                    gin_file='gin/experiments/quickstart.gin', driver=None):
   """The command line of the train_and_eval binary (or of a `driver` script

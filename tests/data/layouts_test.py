@@ -1,13 +1,15 @@
-"""Layout tables: Cityscapes ids both ways, and the image files each reads."""
+"""Layouts: Cityscapes ids, the files each reads, missing splits, gin files."""
 
 import os
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 from PIL import Image
 import tensorflow as tf
 
 from official_seg.data import layouts
+from official_seg.runtime import gin_config
 
 # cityscapesScripts' labels.py: the label id of each train id 0-18.
 _LABEL_ID_OF_TRAIN_ID = (7, 8, 11, 12, 13, 17, 19, 20, 21, 22, 23, 24, 25, 26,
@@ -62,6 +64,44 @@ class ImageExtensionsTest(tf.test.TestCase):
                                  os.path.join(root, 'mask'), 'train')
     self.assertEqual([pair.name for pair in pairs],
                      ['a.jpg', 'b.JPEG', 'c.png', 'd.bmp'])
+
+
+class FindPairsTest(tf.test.TestCase):
+  """A split that find_pairs cannot list names the path it looked for."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.root = self.create_tempdir().full_path
+
+  def test_missing_voc_split_list(self):
+    os.makedirs(os.path.join(self.root, 'SegmentationClass'))
+    with self.assertRaisesRegex(layouts.DatasetError, 'ImageSets/Segmentation/'
+                                'train_aug.txt does not exist'):
+      layouts.find_pairs('voc', 'train_aug', input_dir=self.root)
+
+  def test_empty_cityscapes_split(self):
+    with self.assertRaisesRegex(layouts.DatasetError,
+                                f'{self.root}/leftImg8bit/val/'):
+      layouts.find_pairs('cityscapes', 'val', input_dir=self.root)
+
+
+class LayoutGinFilesTest(tf.test.TestCase, parameterized.TestCase):
+  """The shipped dataset file of each layout, as the tool reads it."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters(('voc', 21, 255, 'tvmonitor'),
+                            ('cityscapes', 19, 255, 'bicycle'),
+                            ('ade20k', 151, 0, 'flag'))
+  def test_each_layout_reads_its_shipped_file(self, layout, num_classes,
+                                              ignore_label, last_name):
+    info = gin_config.read_dataset([layouts.LAYOUT_GIN_FILES[layout]])
+    self.assertEqual((info.num_classes, info.ignore_label),
+                     (num_classes, ignore_label))
+    self.assertEqual(info.class_names[-1], last_name)
 
 
 if __name__ == '__main__':

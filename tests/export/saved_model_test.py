@@ -220,7 +220,7 @@ class ExportTest(tf.test.TestCase):
 
 
 class ExportGraphTest(tf.test.TestCase):
-  """The receiver's decoding and the label crop, against NumPy."""
+  """The receiver's decoding against NumPy; the metadata; the serving estimator."""
 
   def setUp(self):
     super().setUp()
@@ -274,19 +274,6 @@ class ExportGraphTest(tf.test.TestCase):
     served, _, _ = saved_model.decode_images(
         tf.constant([_png(image) for image in images]), self._parser((6, 6)))
     self.assertEqual(served.shape, (2, 12, 6, 3))
-
-  def test_labels_cut_resized_back_and_padded(self):
-    semantic = np.arange(2 * 4 * 6, dtype=np.int32).reshape(2, 4, 6) % 7
-    labels = signatures.labels_at_original_size(
-        tf.constant(semantic), tf.constant([[3, 5], [2, 2]]),
-        tf.constant([[3, 5], [4, 4]])).numpy()
-    self.assertEqual(labels.shape, (2, 4, 5))
-    self.assertAllEqual(labels[0, :3], semantic[0, :3, :5])
-    self.assertAllEqual(labels[0, 3], [-1] * 5)
-    # 2x2 to 4x4 with aligned corners: rows and columns 0, 0, 1, 1.
-    self.assertAllEqual(labels[1, :, :4],
-                        semantic[1][np.ix_([0, 0, 1, 1], [0, 0, 1, 1])])
-    self.assertAllEqual(labels[1, :, 4], [-1] * 4)
 
   def test_metadata_records_the_dataset_facts(self):
     dataset = dataset_info.DatasetInfo(num_classes=2,

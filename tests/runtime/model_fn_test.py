@@ -1,4 +1,4 @@
-"""model_fn in TRAIN, EVAL and PREDICT under Estimator and TPUEstimator(use_tpu=False)."""
+"""model_fn under both estimators: modes, options, bfloat16, first replica."""
 
 import os
 
@@ -8,9 +8,8 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.data import dataset_info
-from official_seg.runtime import model_fn as model_fn_lib
-
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
@@ -109,6 +108,54 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     gin.clear_config()
     with self.assertRaisesRegex(ValueError, r'ModelFnOptions.precision=.fp8'):
       model_fn_lib.ModelFnOptions(precision='fp8')
+
+
+class PrecisionTest(testing_utils.TinyDataTestCase):
+  """bfloat16 from the platform files, under both estimators' model_fns."""
+
+  def _assert_bfloat16_step(self, model_fn, config, params):
+    """A training step of `model_fn`: bfloat16 convolutions, float32 loss."""
+    with tf.Graph().as_default() as graph:
+      spec = model_fn({'image': tf.zeros([2, 33, 33, 3])},
+                      tf.zeros([2, 33, 33, 1], tf.int32),
+                      tf.estimator.ModeKeys.TRAIN, params, config)
+    convolutions = [op for op in graph.get_operations()
+                    if op.type in ('Conv2D', 'DepthwiseConv2dNative')]
+    self.assertNotEmpty(convolutions)
+    self.assertTrue(all(op.get_attr('T') == tf.bfloat16
+                        for op in convolutions))
+    self.assertEqual(spec.loss.dtype, tf.float32)
+    self.assertEqual(tf.keras.mixed_precision.global_policy().name, 'float32')
+
+  def test_model_fn_computes_in_bfloat16_and_restores_the_policy(self):
+    testing_utils.parse_tiny_platform(self.data_dir, 'tpu.gin')
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    built = estimator_lib.build_estimator(config)
+    self._assert_bfloat16_step(built.model_fn, config,
+                               {'use_tpu': False, 'batch_size': 2})
+
+  def test_bfloat16_with_a_one_device_estimator(self):
+    testing_utils.parse_tiny_platform(self.data_dir, 'bfloat16.gin')
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    built = estimator_lib.build_estimator(config)
+    self.assertIsInstance(built.estimator, tf.estimator.Estimator)
+    self._assert_bfloat16_step(
+        model_fn_lib.estimator_model_fn(built.model_fn), config,
+        {'use_tpu': False})
+
+
+class FirstReplicaTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_first_replica_of_a_strategy(self):
+    strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+    first = strategy.experimental_local_results(
+        strategy.run(model_fn_lib.is_first_replica))
+    self.assertEqual(list(first), [True, False])
+    self.assertTrue(model_fn_lib.is_first_replica())
 
 
 if __name__ == '__main__':

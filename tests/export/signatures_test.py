@@ -1,0 +1,31 @@
+"""Serving label maps: cut, resized back and padded to each image's size."""
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.export import signatures
+
+
+class LabelsAtOriginalSizeTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_labels_cut_resized_back_and_padded(self):
+    semantic = np.arange(2 * 4 * 6, dtype=np.int32).reshape(2, 4, 6) % 7
+    labels = signatures.labels_at_original_size(
+        tf.constant(semantic), tf.constant([[3, 5], [2, 2]]),
+        tf.constant([[3, 5], [4, 4]])).numpy()
+    self.assertEqual(labels.shape, (2, 4, 5))
+    self.assertAllEqual(labels[0, :3], semantic[0, :3, :5])
+    self.assertAllEqual(labels[0, 3], [-1] * 5)
+    # 2x2 to 4x4 with aligned corners: rows and columns 0, 0, 1, 1.
+    self.assertAllEqual(labels[1, :, :4],
+                        semantic[1][np.ix_([0, 0, 1, 1], [0, 0, 1, 1])])
+    self.assertAllEqual(labels[1, :, 4], [-1] * 4)
+
+
+if __name__ == '__main__':
+  tf.test.main()

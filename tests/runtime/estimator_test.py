@@ -1,0 +1,80 @@
+"""build_estimator: the batch split over replicas, precision, platforms."""
+
+from unittest import mock
+
+from absl.testing import parameterized
+import gin
+import tensorflow as tf
+
+from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import gin_config
+from official_seg.runtime import run_config as run_config_lib
+from tests import testing_utils
+
+_TWO_CPUS = "tf.distribute.MirroredStrategy.devices = ['/cpu:0', '/cpu:1']"
+
+
+class BatchSplitTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters((8, 1, 8), (8, 2, 4), (12, 4, 3))
+  def test_even_split(self, global_batch, replicas, expected):
+    self.assertEqual(estimator_lib.per_replica_batch_size(
+        global_batch, replicas, 'TRAIN_BATCH_SIZE'), expected)
+
+  def test_uneven_split_names_both_numbers(self):
+    with self.assertRaisesRegex(ValueError,
+                                r'TRAIN_BATCH_SIZE=10 .* 4 replicas'):
+      estimator_lib.per_replica_batch_size(10, 4, 'TRAIN_BATCH_SIZE')
+
+  def test_estimator_with_a_strategy_checks_the_batch(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.parse_tiny_quickstart(data_dir, extra=[
+        'TRAIN_BATCH_SIZE = 3',
+        'build_run_config.train_distribute = @tf.distribute.MirroredStrategy()',
+        "tf.distribute.MirroredStrategy.devices = ['/cpu:0', '/cpu:1']",
+    ])
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    with self.assertRaisesRegex(ValueError, r'=3 .* 2 replicas'):
+      estimator_lib.build_estimator(config)
+
+
+class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
+  """build_estimator on the bfloat16, TPU and multi-GPU platform files."""
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+
+  def test_mixed_precision_with_a_strategy_names_both_bindings(self):
+    testing_utils.parse_tiny_platform(self.data_dir, 'bfloat16.gin')
+    config = mock.Mock(train_distribute=mock.Mock())
+    with self.assertRaisesRegex(
+        ValueError, r'ModelFnOptions.precision.*train_distribute.*tpu\.gin'):
+      estimator_lib.check_precision(
+          gin_config.binding('ModelFnOptions.precision'), config)
+
+  def test_tpu_batch_split_names_both_numbers(self):
+    testing_utils.parse_tiny_platform(self.data_dir, 'tpu.gin')
+    # A run config on a TPU of 8 cores; no TPU is contacted.
+    config = mock.Mock(cluster='a TPU')
+    config.tpu_config.num_shards = 8
+    with self.assertRaisesRegex(ValueError,
+                                r'train_batch_size=2 .* 8 replicas'):
+      estimator_lib.build_estimator(config)
+
+  def test_multi_gpu_splits_the_global_batch_over_replicas(self):
+    testing_utils.parse_tiny_platform(self.data_dir, 'multi_gpu.gin',
+                                      extra=[_TWO_CPUS])
+    config = run_config_lib.build_run_config(self.model_dir)
+    self.assertEqual(config.train_distribute.num_replicas_in_sync, 2)
+    _, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
+    self.assertEqual(train_fn({}).element_spec[0]['image'].shape[0], 1)
+    self.assertEqual(eval_fn({}).element_spec[0]['image'].shape[0], 2)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import split_metadata
 from tests import testing_utils
 
 _TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
@@ -138,9 +139,18 @@ class ReliabilityTest(tf.test.TestCase):
   def test_label_value_of_no_class_names_the_example(self):
     # Every synthetic image has at least one shape (class 1-3): declaring
     # background only makes every image invalid, whichever ones are read.
-    failed = _run(self.model_dir, self._bindings(2, [
-        'NUM_CLASSES = 1', "CLASS_NAMES = ['background']"]),
-                  mode='train')
+    background_only = self._bindings(2, [
+        'NUM_CLASSES = 1', "CLASS_NAMES = ['background']"])
+    # With the writer's metadata, the run stops before building anything.
+    failed = _run(self.model_dir, background_only, mode='train')
+    self.assertEqual(failed.returncode, 2, failed.stderr[-3000:])
+    self.assertIn("NUM_CLASSES = 1, but the labels of split 'train' go up to "
+                  'class', failed.stderr)
+    # Shards made elsewhere, without metadata: the input pipeline's own
+    # check names the example.
+    for split in ('train', 'val'):
+      os.remove(split_metadata.path(self.data_dir, split))
+    failed = _run(self.model_dir, background_only, mode='train')
     self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
     self.assertRegex(failed.stderr,
                      r'Error: Label map of example synthetic_\d+_\d+\.png has values')

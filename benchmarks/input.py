@@ -47,9 +47,7 @@ def training_dataset(batch_size):
   Returns:
     A `tf.data.Dataset` of (features dict, labels) batches.
   """
-  dataset = dataset_info.DatasetInfo()
-  input_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
-                                     dataset.data_dir, dataset.train_split)
+  input_fn = input_lib.make_input_fn(dataset_info.DatasetInfo(), True)
   return input_fn({'batch_size': batch_size})
 
 

@@ -83,10 +83,7 @@ def run_binary(model_dir, bindings, mode='train_and_eval', **kwargs):
 
 def make_input_fn(is_training):
   """The train or eval input_fn of the parsed gin config's dataset."""
-  dataset = dataset_info.DatasetInfo()
-  split = dataset.train_split if is_training else dataset.eval_split
-  return input_lib.make_input_fn(input_lib.make_parser(is_training, dataset),
-                                 dataset.data_dir, split)
+  return input_lib.make_input_fn(dataset_info.DatasetInfo(), is_training)
 
 
 class TinyDataTestCase(tf.test.TestCase):

@@ -308,23 +308,28 @@ def make_parser(is_training, dataset):
                              num_classes=dataset.num_classes)
 
 
-def make_input_fn(parser, data_dir, split):
-  """Returns an input_fn that follows the TPUEstimator contract.
+def make_input_fn(dataset, is_training, parser=None):
+  """Returns the training or evaluation input_fn of a dataset.
 
-  The returned function reads `params['batch_size']` as the batch of one call
-  and builds the dataset inside the `train/` or `eval/` gin scope (the
-  parser's), so the two pipelines are configured separately.
+  It follows the TPUEstimator contract: the returned function reads
+  `params['batch_size']` as the batch of one call and builds the dataset
+  inside the `train/` or `eval/` gin scope, so the two pipelines are
+  configured separately. It reads `dataset.train_split` or
+  `dataset.eval_split` from `dataset.data_dir`.
 
   Args:
-    parser: a `preprocess.Parser` (see `make_parser`).
-    data_dir: str, the folder of the shards.
-    split: str, the split to read.
+    dataset: a `dataset_info.DatasetInfo`.
+    is_training: bool.
+    parser: optional `preprocess.Parser` to share (serving reuses the eval
+      one); default `make_parser(is_training, dataset)`.
   """
-  scope = 'train' if parser.is_training else 'eval'
+  scope = 'train' if is_training else 'eval'
+  parser = parser or make_parser(is_training, dataset)
+  split = dataset.train_split if is_training else dataset.eval_split
 
   def input_fn(params, input_context=None):
     with gin.config_scope(scope):
-      return build_dataset(params['batch_size'], parser, data_dir, split,
-                           input_context)
+      return build_dataset(params['batch_size'], parser, dataset.data_dir,
+                           split, input_context)
 
   return input_fn

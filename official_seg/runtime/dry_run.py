@@ -86,9 +86,7 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
     (trainable parameter count, shape of the images it was built on,
     seconds per training step on this machine).
   """
-  dataset = built.dataset
-  train_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
-                                     dataset.data_dir, dataset.train_split)
+  train_fn = input_lib.make_input_fn(built.dataset, True)
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
     features, labels = tf.compat.v1.data.make_one_shot_iterator(

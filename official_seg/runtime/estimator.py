@@ -117,10 +117,8 @@ def build_estimator(run_config,
   options = model_fn_lib.ModelFnOptions()
   model_fn = model_fn_lib.make_model_fn(dataset, options)
   eval_parser = input_lib.make_parser(False, dataset)
-  train_fn = input_lib.make_input_fn(input_lib.make_parser(True, dataset),
-                                     dataset.data_dir, dataset.train_split)
-  eval_fn = input_lib.make_input_fn(eval_parser, dataset.data_dir,
-                                    dataset.eval_split)
+  train_fn = input_lib.make_input_fn(dataset, True)
+  eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
   if use_tpu_estimator:
     if replicas:  # On a TPU, known only when num_shards is bound.

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tqdm
 
 from official_seg.data import input_fn
+from official_seg.data import storage
 from official_seg.data import tfexample
 
 # Value types of the file's keys; label_histogram maps str(label) to pixels.
@@ -153,7 +154,8 @@ def line(metadata):
 def write(data_dir, split, metadata):
   """Writes the metadata file of a split, replacing any earlier one.
 
-  The whole file goes to a temporary name first, so readers never see a
+  The file is written whole (`storage.write_whole`): on a local disk through
+  a temporary name, on an object store as one upload, so readers never see a
   partial file.
 
   Args:
@@ -164,12 +166,7 @@ def write(data_dir, split, metadata):
   Returns:
     str, the path written.
   """
-  target = path(data_dir, split)
-  temporary = f'{target}.tmp'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(line(metadata) + '\n')
-  tf.io.gfile.rename(temporary, target, overwrite=True)
-  return target
+  return storage.write_whole(path(data_dir, split), line(metadata) + '\n')
 
 
 def _is_int(value):

@@ -5,6 +5,8 @@ import os
 
 import tensorflow as tf
 
+from official_seg.data import storage
+
 BEST_DIR = 'best'
 BEST_FILE = 'best.json'
 
@@ -32,8 +34,7 @@ def _copy_checkpoint(checkpoint_path, best_dir):
                                   f'Checkpoint {checkpoint_path} is gone.')
   for source in sources:
     target = os.path.join(best_dir, os.path.basename(source))
-    tf.io.gfile.copy(source, target + '.tmp', overwrite=True)
-    tf.io.gfile.rename(target + '.tmp', target, overwrite=True)
+    storage.copy_whole(source, target)
   return prefix
 
 
@@ -46,9 +47,9 @@ def _remove_other_checkpoints(best_dir, keep_prefix):
 def update(model_dir, record):
   """Copies the evaluated checkpoint to best/ when its mean IoU is the best.
 
-  best.json is written last and atomically, so it always names a complete
-  copy; a `checkpoint` state file lets `tf.train.latest_checkpoint(best_dir)`
-  find it.
+  best.json is written last and whole (`storage.write_whole`), so it always
+  names a complete copy; a `checkpoint` state file lets
+  `tf.train.latest_checkpoint(best_dir)` find it.
 
   Args:
     model_dir: str, the training model dir.
@@ -71,10 +72,9 @@ def update(model_dir, record):
         'keeps step %s.', record['checkpoint'], best and best['global_step'])
     return False
   path = os.path.join(best_dir, BEST_FILE)
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-    json.dump(dict(record, checkpoint=prefix, source_checkpoint=record['checkpoint']),
-              f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+  storage.write_whole(path, json.dumps(
+      dict(record, checkpoint=prefix, source_checkpoint=record['checkpoint']),
+      indent=2, sort_keys=True))
   tf.compat.v1.train.update_checkpoint_state(best_dir, prefix)
   _remove_other_checkpoints(best_dir, prefix)
   tf.compat.v1.logging.info('New best mean IoU %.4f at step %d, copied to %s.',

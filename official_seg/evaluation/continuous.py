@@ -6,6 +6,7 @@ import re
 import gin
 import tensorflow as tf
 
+from official_seg.data import storage
 from official_seg.evaluation import results
 
 _STEP = re.compile(r'-(\d+)$')
@@ -33,7 +34,7 @@ def kept_checkpoints(model_dir):
   state = tf.train.get_checkpoint_state(model_dir)
   if not state:
     return []
-  paths = [p if os.path.isabs(p) else os.path.join(model_dir, p)
+  paths = [p if storage.is_absolute(p) else os.path.join(model_dir, p)
            for p in state.all_model_checkpoint_paths]
   return sorted(paths, key=checkpoint_step)
 
@@ -97,12 +98,12 @@ def continuous_eval(evaluate_fn, model_dir, eval_dir, final_step,
                     min_interval_secs=30, timeout_secs=3600):
   """Evaluates every kept checkpoint of `model_dir` exactly once.
 
-  Steps already in `<eval_dir>/metrics.jsonl` are never evaluated again, so a
+  Steps already recorded in `eval_dir` are never evaluated again, so a
   restarted evaluator carries on where it stopped.
 
   Args:
-    evaluate_fn: callable(checkpoint_path) -> metrics.jsonl record; it must
-      append the record.
+    evaluate_fn: callable(checkpoint_path) -> record; it must write the
+      record (`results.write_record`).
     model_dir: str, the trainer's model dir, only read.
     eval_dir: str, the evaluator's own folder.
     final_step: int, the last training step; the evaluator exits after it.

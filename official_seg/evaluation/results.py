@@ -1,4 +1,4 @@
-"""Evaluation results: metrics.jsonl records, the per-class IoU table, an exporter."""
+"""Evaluation records (a file per step, the metrics.jsonl view) and the IoU table."""
 
 import json
 import math
@@ -8,9 +8,11 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import storage
 from official_seg.evaluation import metrics
 
 METRICS_FILE = 'metrics.jsonl'
+RECORDS_DIR = 'records'
 _IOU_PREFIX = 'iou/'
 
 
@@ -76,49 +78,74 @@ def record_from_confusion(confusion, class_names, num_images,
                  mean_iou, accuracy, num_images)
 
 
-def _ends_mid_line(fd):
-  """True when the file's last byte is not a newline (a crash cut a write)."""
-  size = os.fstat(fd).st_size
-  return size > 0 and os.pread(fd, 1, size - 1) != b'\n'
+def record_path(eval_dir, step):
+  """`<eval_dir>/records/step-<step>.json`, zero-padded so names sort by step."""
+  return os.path.join(eval_dir, RECORDS_DIR, f'step-{int(step):012d}.json')
 
 
-def append_record(eval_dir, record):
-  """Appends one record as a single line with one write, then syncs it.
+def write_record(eval_dir, record):
+  """Writes one record as a file of its own, then the step-ordered view.
 
-  One `os.write` of a whole line in append mode keeps lines whole even when
-  two writers share the file. Should an earlier write have been cut short
-  (a crash, a full disk), the new record starts on a line of its own.
+  Object stores have no append and no atomic rename: each evaluation is one
+  whole object, `records/step-<step>.json`, the record of truth. The view
+  `metrics.jsonl` (one line per record, in step order) is rewritten whole
+  from them after each record, so readers of one file keep working and a
+  record evaluated out of order (a step-0 or throttle-skipped checkpoint)
+  still lands in its place.
+
+  Args:
+    eval_dir: str, local or `scheme://` folder of the evaluator.
+    record: dict with an int 'global_step' (see `make_record`).
   """
-  tf.io.gfile.makedirs(eval_dir)
-  line = (json.dumps(record, sort_keys=True) + '\n').encode('utf-8')
-  fd = os.open(os.path.join(eval_dir, METRICS_FILE),
-               os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+  text = json.dumps(record, sort_keys=True)
+  storage.write_whole(record_path(eval_dir, record['global_step']), text)
+  lines = [json.dumps(r, sort_keys=True) + '\n' for r in read_records(eval_dir)]
+  storage.write_whole(os.path.join(eval_dir, METRICS_FILE), ''.join(lines))
+
+
+def _parse(text, source):
+  """The JSON record in `text`, or None (with a warning) when it is cut short."""
   try:
-    os.write(fd, b'\n' + line if _ends_mid_line(fd) else line)
-    os.fsync(fd)
-  finally:
-    os.close(fd)
+    return json.loads(text)
+  except json.JSONDecodeError:
+    tf.compat.v1.logging.warning('Skipping incomplete record %s.', source)
+    return None
+
+
+def _view_records(eval_dir):
+  """The records of the `metrics.jsonl` view; the only ones in older dirs."""
+  path = os.path.join(eval_dir, METRICS_FILE)
+  if not tf.io.gfile.exists(path):
+    return []
+  with tf.io.gfile.GFile(path) as f:
+    lines = f.read().splitlines()
+  return [_parse(line, f'line {number} of {path}')
+          for number, line in enumerate(lines, start=1) if line.strip()]
 
 
 def read_records(eval_dir):
-  """Returns the records of `<eval_dir>/metrics.jsonl`, oldest first.
+  """Returns the records of `eval_dir`, one per step, in step order.
 
-  A line cut short by a crash is skipped with a warning, never an error.
+  A record file cut short is skipped with a warning, never an error. Lines
+  of a `metrics.jsonl` without record files (written by earlier versions,
+  which appended to it) are read too; a record file wins over a line.
+
+  Args:
+    eval_dir: str, local or `scheme://` folder of the evaluator.
+
+  Returns:
+    list of dicts sorted by 'global_step'.
   """
-  path = os.path.join(eval_dir, METRICS_FILE)
-  if not os.path.exists(path):
-    return []
-  records = []
-  with open(path, encoding='utf-8') as f:
-    for number, line in enumerate(f, start=1):
-      if not line.strip():
-        continue
-      try:
-        records.append(json.loads(line))
-      except json.JSONDecodeError:
-        tf.compat.v1.logging.warning('Skipping incomplete line %d of %s.',
-                                     number, path)
-  return records
+  by_step = {r['global_step']: r for r in _view_records(eval_dir) if r}
+  folder = os.path.join(eval_dir, RECORDS_DIR)
+  names = (tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else [])
+  for name in sorted(n for n in names if n.endswith('.json')):
+    path = os.path.join(folder, name)
+    with tf.io.gfile.GFile(path) as f:
+      record = _parse(f.read(), path)
+    if record:
+      by_step[record['global_step']] = record
+  return [by_step[step] for step in sorted(by_step)]
 
 
 def format_table(record):
@@ -138,10 +165,7 @@ def write_confusion_matrix(eval_dir, step, confusion, class_names):
   path = os.path.join(eval_dir, f'confusion_matrix-{step}.json')
   payload = {'global_step': step, 'class_names': list(class_names),
              'matrix': np.asarray(confusion).astype(np.int64).tolist()}
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-    json.dump(payload, f)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
-  return path
+  return storage.write_whole(path, json.dumps(payload))
 
 
 def report(eval_dir, eval_result, checkpoint_path, class_names, seconds=None,
@@ -156,6 +180,7 @@ def report(eval_dir, eval_result, checkpoint_path, class_names, seconds=None,
     seconds: optional float, wall time of the evaluation loop, for the
       throughput log line.
     append: bool; False only logs, writing nothing (a step recorded before).
+      True writes the record with `write_record`.
 
   Returns:
     The metrics.jsonl record.
@@ -164,7 +189,7 @@ def report(eval_dir, eval_result, checkpoint_path, class_names, seconds=None,
   if seconds:
     record['images_per_second'] = record['num_images'] / seconds
   if append:
-    append_record(eval_dir, record)
+    write_record(eval_dir, record)
   if append and metrics.CONFUSION_MATRIX in eval_result:
     write_confusion_matrix(
         eval_dir, record['global_step'],

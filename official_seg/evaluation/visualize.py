@@ -1,7 +1,10 @@
 """Label maps and class statistics as pictures: colours, overlays, charts."""
 
+import io
+
 import numpy as np
 from PIL import Image
+import tensorflow as tf
 
 from official_seg.data import encode
 
@@ -55,14 +58,17 @@ def write_label_png(path, labels):
   Raises:
     ValueError: a label outside 0-255.
   """
-  with open(path, 'wb') as f:
+  with tf.io.gfile.GFile(path, 'wb') as f:
     f.write(encode.encode_png(labels))
 
 
 def write_rgb_png(path, image):
   """Writes an RGB picture, uint8 [H, W, 3], as a PNG."""
-  Image.fromarray(np.asarray(image, np.uint8), mode='RGB').save(path,
+  buffer = io.BytesIO()
+  Image.fromarray(np.asarray(image, np.uint8), mode='RGB').save(buffer,
                                                                 format='PNG')
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    f.write(buffer.getvalue())
 
 
 def _pyplot():
@@ -75,8 +81,11 @@ def _pyplot():
 
 def _save(pyplot, figure, path):
   """Writes the figure as a PNG and frees it: pyplot keeps figures open."""
-  figure.savefig(path, dpi=100)
+  buffer = io.BytesIO()
+  figure.savefig(buffer, dpi=100, format='png')
   pyplot.close(figure)
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    f.write(buffer.getvalue())
 
 
 def save_confusion_heatmap(confusion, class_names, path, title=''):

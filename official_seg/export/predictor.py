@@ -23,7 +23,8 @@ def find_saved_model(model_dir):
   """
   base = os.path.join(model_dir, saved_model.EXPORT_DIR)
   found = [os.path.dirname(path) for pattern in ('*', os.path.join('*', '*'))
-           for path in glob.glob(os.path.join(base, pattern, 'saved_model.pb'))
+           for path in tf.io.gfile.glob(
+               os.path.join(base, pattern, 'saved_model.pb'))
            if os.path.basename(os.path.dirname(path)).isdigit()]
   if not found:
     raise FileNotFoundError(
@@ -36,9 +37,9 @@ def read_metadata(saved_model_dir):
   """The export's assets.extra/segmentation.json, or None when missing."""
   path = os.path.join(saved_model_dir, 'assets.extra',
                       saved_model.METADATA_FILE)
-  if not os.path.exists(path):
+  if not tf.io.gfile.exists(path):
     return None
-  with open(path, encoding='utf-8') as f:
+  with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
 

@@ -3,11 +3,11 @@
 import collections
 import json
 import os
-import uuid
 
 import gin
 import tensorflow as tf
 
+from official_seg.data import storage
 from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
 from official_seg.export import signatures
@@ -139,7 +139,7 @@ def write_metadata(path, dataset):
   """Writes the dataset facts a client of the SavedModel needs, as JSON.
 
   Args:
-    path: str, the file to write (atomically).
+    path: str, the file to write (whole).
     dataset: the `DatasetInfo` of the run.
 
   Returns:
@@ -150,12 +150,9 @@ def write_metadata(path, dataset):
              'num_classes': dataset.num_classes,
              'ignore_label': dataset.ignore_label,
              'palette': dataset.palette}
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  # A unique temporary name: evaluator and chief may write at once.
-  temporary = f'{path}.tmp-{uuid.uuid4().hex}'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    json.dump(payload, f, indent=2)
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  # Evaluator and chief may write it at once: `write_whole` never shows a
+  # reader half a file, on a local disk or an object store.
+  storage.write_whole(path, json.dumps(payload, indent=2))
   return path
 
 

@@ -41,7 +41,7 @@ class ContinuousEvalTest(tf.test.TestCase):
     self.calls.append(continuous.checkpoint_step(path))
     record = {'global_step': continuous.checkpoint_step(path),
               'checkpoint': path}
-    results.append_record(self.eval_dir, record)
+    results.write_record(self.eval_dir, record)
     return record
 
   def _run(self, final_step, evaluate_fn=None, timeout_secs=1):

@@ -1,4 +1,4 @@
-"""Tests for metrics.jsonl records and the per-class IoU table."""
+"""Tests for evaluation records, the metrics.jsonl view and the per-class IoU table."""
 
 import json
 import os
@@ -49,28 +49,67 @@ class ResultsTest(tf.test.TestCase):
     self.assertIsNone(from_confusion['global_step'])
     self.assertIn('step None (2 images)', results.format_table(from_confusion))
 
-  def test_append_and_read_whole_lines(self):
+  def _write(self, eval_dir, *steps):
+    for step in steps:
+      results.write_record(eval_dir, dict(
+          results.make_record(_RESULT, f'ckpt-{step}'), global_step=step))
+
+  def test_records_out_of_order_are_read_and_viewed_in_step_order(self):
     eval_dir = os.path.join(self.create_tempdir().full_path, 'eval')
-    for step in (10, 20):
-      results.append_record(eval_dir, dict(
-          results.make_record(_RESULT, 'ckpt'), global_step=step))
+    self._write(eval_dir, 20, 10, 0)  # Step 0 last, as after train_and_eval.
+    self.assertEqual(
+        sorted(os.listdir(os.path.join(eval_dir, results.RECORDS_DIR))),
+        ['step-000000000000.json', 'step-000000000010.json',
+         'step-000000000020.json'])
     with open(os.path.join(eval_dir, results.METRICS_FILE)) as f:
       lines = f.read().splitlines()
-    self.assertLen(lines, 2)
-    self.assertEqual([json.loads(line)['global_step'] for line in lines], [10, 20])
+    self.assertEqual([json.loads(line)['global_step'] for line in lines],
+                     [0, 10, 20])
+    self.assertEqual([json.loads(line)['checkpoint'] for line in lines],
+                     ['ckpt-0', 'ckpt-10', 'ckpt-20'])
     self.assertEqual([r['global_step'] for r in results.read_records(eval_dir)],
-                     [10, 20])
+                     [0, 10, 20])
+    # Whole-file writes leave no temporary file behind.
+    self.assertEqual(sorted(os.listdir(eval_dir)),
+                     [results.METRICS_FILE, results.RECORDS_DIR])
 
-  def test_line_cut_by_a_crash_is_skipped_and_never_glued(self):
+  def test_a_step_written_twice_keeps_one_record(self):
     eval_dir = self.create_tempdir().full_path
-    results.append_record(eval_dir, {'global_step': 10})
-    with open(os.path.join(eval_dir, results.METRICS_FILE), 'a') as f:
+    self._write(eval_dir, 10)
+    results.write_record(eval_dir, {'global_step': 10, 'mean_iou': 0.5})
+    self.assertEqual(results.read_records(eval_dir),
+                     [{'global_step': 10, 'mean_iou': 0.5}])
+
+  def test_record_file_cut_by_a_crash_is_skipped(self):
+    eval_dir = self.create_tempdir().full_path
+    self._write(eval_dir, 10)
+    with open(results.record_path(eval_dir, 20), 'w') as f:
       f.write('{"global_step": 20, "mean_i')  # A write cut short.
-    results.append_record(eval_dir, {'global_step': 30})
+    self._write(eval_dir, 30)
     with self.assertLogs(level='WARNING') as logs:
       steps = [r['global_step'] for r in results.read_records(eval_dir)]
     self.assertEqual(steps, [10, 30])
-    self.assertIn('incomplete line 2', '\n'.join(logs.output))
+    self.assertIn('incomplete record', '\n'.join(logs.output))
+    self.assertIn('step-000000000020.json', '\n'.join(logs.output))
+
+  def test_metrics_jsonl_of_an_older_version_is_read_and_kept(self):
+    eval_dir = self.create_tempdir().full_path
+    with open(os.path.join(eval_dir, results.METRICS_FILE), 'w') as f:
+      f.write('{"global_step": 20}\n{"global_step": 5}\n'
+              '{"global_step": 30, "mean_i\n')  # Appended; the last cut.
+    with self.assertLogs(level='WARNING') as logs:
+      self.assertEqual(results.read_records(eval_dir),
+                       [{'global_step': 5}, {'global_step': 20}])
+    self.assertIn('line 3 of', '\n'.join(logs.output))
+    results.write_record(eval_dir, {'global_step': 10})
+    with open(os.path.join(eval_dir, results.METRICS_FILE)) as f:
+      self.assertEqual([json.loads(line) for line in f],
+                       [{'global_step': 5}, {'global_step': 10},
+                        {'global_step': 20}])
+
+  def test_nothing_recorded_reads_empty(self):
+    self.assertEqual(results.read_records(
+        os.path.join(self.create_tempdir().full_path, 'eval')), [])
 
   def test_table_lists_every_class(self):
     table = results.format_table(results.make_record(_RESULT, 'ckpt'))

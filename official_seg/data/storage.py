@@ -1,0 +1,102 @@
+"""Whole-file writes and path rules that hold on local disks and object stores alike."""
+
+import os
+import uuid
+
+import tensorflow as tf
+
+# The file systems with `scheme://` paths that TensorFlow serves (gs://, s3://,
+# hdfs://, ram://) keep objects: no append, and a rename is a copy and a
+# delete, so a reader may see the target missing or doubled in between.
+_SCHEME = '://'
+# Environment the gs:// file system of tensorflow-io-gcs-filesystem reads when
+# it starts, with its own defaults. Its 0.37.1 release passes each one
+# unchecked to a string parser, so an unset variable crashes the process
+# (SIGSEGV) at the first gs:// access under TF_USE_MODULAR_FILESYSTEM=1.
+GCS_PLUGIN_DEFAULTS = {
+    'GCS_READ_CACHE_BLOCK_SIZE_MB': '64',
+    'GCS_READ_CACHE_MAX_SIZE_MB': '0',
+    'GCS_READ_CACHE_MAX_STALENESS': '0',
+    'GCS_STAT_CACHE_MAX_AGE': '5',
+    'GCS_STAT_CACHE_MAX_ENTRIES': '1024',
+}
+
+
+def is_object_store(path):
+  """True for a `scheme://` path (gs://, s3://, ...), False for a local one."""
+  return _SCHEME in str(path)
+
+
+def is_absolute(path):
+  """True for a local absolute path and for any `scheme://` path."""
+  return is_object_store(path) or os.path.isabs(path)
+
+
+def set_gcs_plugin_defaults(environ=None):
+  """Sets the unset `GCS_PLUGIN_DEFAULTS` in `environ` (default os.environ).
+
+  Call it before the first gs:// access; variables set already are kept.
+  """
+  environ = os.environ if environ is None else environ
+  for name, value in GCS_PLUGIN_DEFAULTS.items():
+    environ.setdefault(name, value)
+
+
+def write_whole(path, contents):
+  """Writes `contents` (str or bytes) as the whole of `path`, never partly.
+
+  An object store replaces an object only when its upload completes, so the
+  file is written in place. A local disk would show a half-written file to a
+  reader or after a crash, so the file is written beside it under a unique
+  name (writers may race) and renamed over it, which POSIX makes atomic.
+
+  Args:
+    path: str, local or `scheme://` path; its folder is created.
+    contents: str or bytes.
+
+  Returns:
+    `path`.
+  """
+  tf.io.gfile.makedirs(os.path.dirname(path))
+  mode = 'wb' if isinstance(contents, bytes) else 'w'
+  if is_object_store(path):
+    with tf.io.gfile.GFile(path, mode) as f:
+      f.write(contents)
+    return path
+  temporary = f'{path}.tmp-{uuid.uuid4().hex}'
+  with tf.io.gfile.GFile(temporary, mode) as f:
+    f.write(contents)
+  tf.io.gfile.rename(temporary, path, overwrite=True)
+  return path
+
+
+def copy_whole(source, target):
+  """Copies `source` to `target` the way `write_whole` writes: never partly.
+
+  Raises:
+    tf.errors.NotFoundError: `source` is gone.
+  """
+  if is_object_store(target):
+    tf.io.gfile.copy(source, target, overwrite=True)
+    return target
+  temporary = f'{target}.tmp-{uuid.uuid4().hex}'
+  tf.io.gfile.copy(source, temporary, overwrite=True)
+  tf.io.gfile.rename(temporary, target, overwrite=True)
+  return target
+
+
+def check_writable(directory):
+  """Creates `directory` and writes and deletes a probe file in it.
+
+  Args:
+    directory: str, local or `scheme://` folder.
+
+  Raises:
+    tf.errors.OpError: the folder cannot be created, written or listed
+      (unreachable store, missing bucket, no permission).
+  """
+  tf.io.gfile.makedirs(directory)
+  probe = os.path.join(directory, f'.write-probe-{uuid.uuid4().hex}')
+  with tf.io.gfile.GFile(probe, 'w') as f:
+    f.write('probe')
+  tf.io.gfile.remove(probe)

@@ -8,6 +8,7 @@ from absl import logging
 import gin
 import tensorflow as tf
 
+from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
@@ -38,6 +39,9 @@ flags.DEFINE_string('tpu', None, 'TPU name or grpc:// address to run on with '
 flags.DEFINE_string('tpu_zone', None, 'GCE zone of --tpu; default: detected.')
 flags.DEFINE_string('gcp_project', None,
                     'Cloud project of --tpu; default: detected.')
+flags.DEFINE_float('storage_timeout_secs', 120, 'How long the write probe '
+                   'of --model_dir may take before the run stops: object-store '
+                   'clients retry an unreachable endpoint for minutes.')
 flags.mark_flag_as_required('model_dir')
 
 
@@ -71,12 +75,17 @@ def _parse_gin_or_exit():
 
 
 def _model_dir_or_exit():
-  """Creates --model_dir; one that cannot be created exits 1, naming it."""
+  """Creates --model_dir and writes a probe file in it, before any work.
+
+  A model dir that cannot be created or written (a read-only disk, a missing
+  bucket, no permission, an unreachable store) exits 1, naming it.
+  """
   try:
-    tf.io.gfile.makedirs(FLAGS.model_dir)
-  except tf.errors.OpError as error:
-    print(f'Error: --model_dir={FLAGS.model_dir} cannot be created: '
-          f'{error.message}', file=sys.stderr)
+    storage.check_writable(FLAGS.model_dir, FLAGS.storage_timeout_secs)
+  except (tf.errors.OpError, TimeoutError) as error:
+    reason = getattr(error, 'message', None) or str(error)
+    print(f'Error: --model_dir={FLAGS.model_dir} cannot be created or '
+          f'written: {reason}', file=sys.stderr)
     sys.exit(1)
 
 
@@ -101,6 +110,8 @@ def main(argv):
   # TensorFlow's logger has its own handler; propagating to absl's too would
   # print every line twice.
   tf.get_logger().propagate = False
+  # Before anything reads a gs:// path (gin files, data or model dir).
+  storage.set_gcs_plugin_defaults()
   _parse_gin_or_exit()
   if FLAGS.dry_run:  # It writes nothing, the model dir included.
     _dry_run_or_exit()

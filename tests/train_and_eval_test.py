@@ -43,6 +43,14 @@ class TrainAndEvalTest(testing_utils.TinyDataTestCase):
       self.assertIsInstance(final[key], float)
     steps = [r['global_step'] for r in records]
     self.assertEqual(len(steps), len(set(steps)))
+    # In step order, the last line the final step; the untrained step-0
+    # checkpoint is not evaluated by train_and_eval.
+    self.assertEqual(steps, sorted(steps))
+    self.assertEqual(steps[-1], 4)
+    self.assertNotIn(0, steps)
+    self.assertEqual(
+        sorted(os.listdir(os.path.join(self.model_dir, 'eval', 'records'))),
+        [f'step-{step:012d}.json' for step in steps])
 
     configs = glob.glob(os.path.join(self.model_dir, 'operative_config-*.gin'))
     self.assertNotEmpty(configs)

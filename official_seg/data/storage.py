@@ -1,6 +1,7 @@
 """Whole-file writes and path rules that hold on local disks and object stores alike."""
 
 import os
+import threading
 import uuid
 
 import tensorflow as tf
@@ -85,18 +86,44 @@ def copy_whole(source, target):
   return target
 
 
-def check_writable(directory):
-  """Creates `directory` and writes and deletes a probe file in it.
-
-  Args:
-    directory: str, local or `scheme://` folder.
-
-  Raises:
-    tf.errors.OpError: the folder cannot be created, written or listed
-      (unreachable store, missing bucket, no permission).
-  """
+def _probe(directory):
   tf.io.gfile.makedirs(directory)
   probe = os.path.join(directory, f'.write-probe-{uuid.uuid4().hex}')
   with tf.io.gfile.GFile(probe, 'w') as f:
     f.write('probe')
   tf.io.gfile.remove(probe)
+
+
+def check_writable(directory, timeout_secs):
+  """Creates `directory` and writes and deletes a probe file in it.
+
+  Object-store clients retry an unreachable endpoint for many minutes
+  (google-cloud-cpp's default policy allows 15), so the probe runs in a
+  daemon thread and a store that does not answer in time is an error too.
+
+  Args:
+    directory: str, local or `scheme://` folder.
+    timeout_secs: float, how long the probe may take.
+
+  Raises:
+    tf.errors.OpError: the folder cannot be created, written or deleted from
+      (missing bucket, no permission, read-only disk).
+    TimeoutError: the store did not answer within `timeout_secs`.
+  """
+  outcome = []
+
+  def probe():
+    try:
+      _probe(directory)
+      outcome.append(None)
+    except Exception as error:  # pylint: disable=broad-except
+      outcome.append(error)  # Raised in the caller's thread below.
+
+  thread = threading.Thread(target=probe, daemon=True)
+  thread.start()
+  thread.join(timeout_secs)
+  if not outcome:
+    raise TimeoutError(f'{directory} did not answer a write within '
+                       f'{timeout_secs:g} s')
+  if outcome[0] is not None:
+    raise outcome[0]

@@ -60,7 +60,7 @@ def _serving(built):
 def _record(built, timer, eval_result, checkpoint_path):
   """Records one evaluation and keeps (and exports) the best checkpoint.
 
-  A step already in metrics.jsonl is not written again: a resumed
+  A step already recorded is not written again: a resumed
   `train_and_evaluate` re-saves and re-evaluates the checkpoint it resumed
   from.
   """
@@ -69,7 +69,7 @@ def _record(built, timer, eval_result, checkpoint_path):
   new_step = all(r['global_step'] != step
                  for r in results.read_records(estimator.eval_dir()))
   if not new_step:
-    tf.compat.v1.logging.info('Step %d is already in metrics.jsonl; its new '
+    tf.compat.v1.logging.info('Step %d is already recorded; its new '
                               'evaluation is logged, not recorded.', step)
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
                           built.dataset.class_names, seconds=timer.seconds,
@@ -126,10 +126,13 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
       + saved_model.make_exporters(_serving(built)))
   tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   # Kept checkpoints that the throttle or a crash of an earlier run left
-  # unevaluated: metrics.jsonl ends with every kept checkpoint, once.
+  # unevaluated: the records hold every kept checkpoint once, step 0 aside.
+  # That one is the model before any training step, which
+  # `train_and_evaluate` never evaluates; evaluated here it would be the
+  # last evaluation of the run and its table the last one logged.
   continuous.evaluate_pending(
       functools.partial(_evaluate, built), estimator.model_dir,
-      continuous.recorded_steps(estimator.eval_dir()))
+      continuous.recorded_steps(estimator.eval_dir()) | {0})
   return _last_record(estimator)
 
 

@@ -96,7 +96,7 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
         os.path.join(blocker, 'model'),
         testing_utils.tiny_bindings(self.data_dir), mode='train')
     self.assertEqual(result.returncode, 1, result.stderr)
-    self.assertIn(f'--model_dir={blocker}/model cannot be created',
+    self.assertIn(f'--model_dir={blocker}/model cannot be created or written',
                   result.stderr)
     self.assertNotIn('Traceback', result.stderr)
 

@@ -1,0 +1,81 @@
+"""Tests for whole-file writes, path rules and the model-dir probe."""
+
+import os
+
+import tensorflow as tf
+
+from official_seg.data import storage
+
+
+class StorageTest(tf.test.TestCase):
+
+  def test_object_store_and_absolute_paths(self):
+    self.assertTrue(storage.is_object_store('gs://bucket/model'))
+    self.assertTrue(storage.is_object_store('s3://bucket/model'))
+    self.assertFalse(storage.is_object_store('/tmp/model'))
+    self.assertFalse(storage.is_object_store('runs/model'))
+    # os.path.isabs alone calls a gs:// path relative.
+    self.assertFalse(os.path.isabs('gs://bucket/model.ckpt-2'))
+    self.assertTrue(storage.is_absolute('gs://bucket/model.ckpt-2'))
+    self.assertTrue(storage.is_absolute('/m/model.ckpt-2'))
+    self.assertFalse(storage.is_absolute('model.ckpt-2'))
+
+  def test_write_whole_replaces_the_file_and_leaves_nothing_else(self):
+    folder = os.path.join(self.create_tempdir().full_path, 'new', 'folder')
+    path = os.path.join(folder, 'a.json')
+    storage.write_whole(path, 'first, longer contents')
+    storage.write_whole(path, 'second')
+    with open(path) as f:
+      self.assertEqual(f.read(), 'second')
+    storage.write_whole(path, b'\x00\x01')
+    with open(path, 'rb') as f:
+      self.assertEqual(f.read(), b'\x00\x01')
+    self.assertEqual(os.listdir(folder), ['a.json'])
+
+  def test_write_whole_on_a_scheme_path_writes_in_place(self):
+    # TensorFlow's in-memory file system stands for a scheme:// store here;
+    # tests/runtime/object_store_test.py runs a real one.
+    path = 'ram://storage_test/folder/a.json'
+    self.assertEqual(storage.write_whole(path, 'contents'), path)
+    with tf.io.gfile.GFile(path) as f:
+      self.assertEqual(f.read(), 'contents')
+    self.assertEqual(tf.io.gfile.listdir('ram://storage_test/folder'),
+                     ['a.json'])
+
+  def test_copy_whole(self):
+    folder = self.create_tempdir().full_path
+    source = os.path.join(folder, 'source')
+    with open(source, 'wb') as f:
+      f.write(b'checkpoint bytes')
+    target = os.path.join(folder, 'target')
+    storage.copy_whole(source, target)
+    with open(target, 'rb') as f:
+      self.assertEqual(f.read(), b'checkpoint bytes')
+    self.assertCountEqual(os.listdir(folder), ['source', 'target'])
+    with self.assertRaises(tf.errors.NotFoundError):
+      storage.copy_whole(os.path.join(folder, 'gone'), target)
+
+  def test_check_writable_creates_the_folder_and_removes_its_probe(self):
+    folder = os.path.join(self.create_tempdir().full_path, 'model')
+    storage.check_writable(folder, timeout_secs=60)
+    self.assertEqual(os.listdir(folder), [])
+
+  def test_check_writable_raises_for_a_folder_under_a_file(self):
+    blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
+    with open(blocker, 'w') as f:
+      f.write('not a folder')
+    with self.assertRaises(tf.errors.OpError):
+      storage.check_writable(os.path.join(blocker, 'model'), timeout_secs=60)
+
+  def test_gcs_plugin_defaults_fill_only_what_is_unset(self):
+    environ = {'GCS_STAT_CACHE_MAX_AGE': '30', 'HOME': '/root'}
+    storage.set_gcs_plugin_defaults(environ)
+    self.assertEqual(environ['GCS_STAT_CACHE_MAX_AGE'], '30')
+    self.assertEqual(environ['HOME'], '/root')
+    for name in storage.GCS_PLUGIN_DEFAULTS:
+      self.assertTrue(environ[name].isdigit(), name)
+    self.assertLen(environ, len(storage.GCS_PLUGIN_DEFAULTS) + 1)
+
+
+if __name__ == '__main__':
+  tf.test.main()

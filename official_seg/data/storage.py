@@ -11,11 +11,15 @@ import tensorflow as tf
 # delete, so a reader may see the target missing or doubled in between.
 _SCHEME = '://'
 # Environment the gs:// file system of tensorflow-io-gcs-filesystem reads when
-# it starts, with its own defaults. Its 0.37.1 release passes each one
-# unchecked to a string parser, so an unset variable crashes the process
-# (SIGSEGV) at the first gs:// access under TF_USE_MODULAR_FILESYSTEM=1.
+# it starts. Its 0.37.1 release passes each one unchecked to a string parser,
+# so an unset variable crashes the process (SIGSEGV) at the first gs://
+# access under TF_USE_MODULAR_FILESYSTEM=1. The values are the client's own
+# defaults but for the block size: with the block cache off (max size 0) its
+# read buffer copies from a wrong offset when a read goes back in a file, as
+# reading a checkpoint's index does (SIGSEGV while saving a checkpoint); block
+# size 0 sends every read straight to the store, uncached.
 GCS_PLUGIN_DEFAULTS = {
-    'GCS_READ_CACHE_BLOCK_SIZE_MB': '64',
+    'GCS_READ_CACHE_BLOCK_SIZE_MB': '0',
     'GCS_READ_CACHE_MAX_SIZE_MB': '0',
     'GCS_READ_CACHE_MAX_STALENESS': '0',
     'GCS_STAT_CACHE_MAX_AGE': '5',

@@ -113,6 +113,18 @@ class ContinuousEvalTest(tf.test.TestCase):
     self.assertLess(time.time() - start, 30)
     writer.join()
 
+  def test_kept_checkpoints_of_a_scheme_model_dir(self):
+    # The state file of a gs:// model dir holds names relative to it, which
+    # TensorFlow joins back into gs:// paths; os.path.isabs calls those
+    # relative. TensorFlow's in-memory file system has the same path form.
+    model_dir = 'ram://continuous_test/model'
+    tf.io.gfile.makedirs(model_dir)
+    paths = [f'{model_dir}/model.ckpt-{step}' for step in (4, 0, 2)]
+    tf.compat.v1.train.update_checkpoint_state(
+        model_dir, paths[-1], all_model_checkpoint_paths=paths)
+    self.assertEqual(continuous.kept_checkpoints(model_dir),
+                     [f'{model_dir}/model.ckpt-{step}' for step in (0, 2, 4)])
+
   def test_step_parsing(self):
     self.assertEqual(continuous.checkpoint_step('/a/model.ckpt-1234'), 1234)
     with self.assertRaisesRegex(ValueError, 'no -<step>'):

@@ -1,5 +1,7 @@
 """Label maps and class statistics as pictures: colours, overlays, charts."""
 
+import io
+
 import numpy as np
 from PIL import Image
 
@@ -75,19 +77,12 @@ def _pyplot():
 
 def _save(pyplot, figure, path):
   """Writes the figure as a PNG and frees it: pyplot keeps figures open."""
-  figure.savefig(path, dpi=100)
+  figure.savefig(path, dpi=100, format='png')
   pyplot.close(figure)
 
 
-def save_confusion_heatmap(confusion, class_names, path, title=''):
-  """Saves the row-normalized confusion matrix as a heat map PNG.
-
-  Args:
-    confusion: [C, C] pixel counts, rows true class, columns predicted.
-    class_names: C names.
-    path: str, the PNG to write.
-    title: str, the figure title.
-  """
+def _confusion_figure(confusion, class_names, title):
+  """(pyplot, figure) of the row-normalized confusion matrix heat map."""
   confusion = np.asarray(confusion, np.float64)
   recall = confusion / np.maximum(confusion.sum(axis=1, keepdims=True), 1)
   pyplot = _pyplot()
@@ -106,7 +101,26 @@ def save_confusion_heatmap(confusion, class_names, path, title=''):
                 fontsize=7, color='white' if value > 0.5 else 'black')
   figure.colorbar(image, ax=axes, label='share of the true class')
   axes.set_title(title)
-  _save(pyplot, figure, path)
+  return pyplot, figure
+
+
+def save_confusion_heatmap(confusion, class_names, path, title=''):
+  """Saves the row-normalized confusion matrix as a heat map PNG.
+
+  Args:
+    confusion: [C, C] pixel counts, rows true class, columns predicted.
+    class_names: C names.
+    path: str, the PNG to write.
+    title: str, the figure title.
+  """
+  _save(*_confusion_figure(confusion, class_names, title), path)
+
+
+def confusion_heatmap_png(confusion, class_names, title=''):
+  """The heat map of `save_confusion_heatmap` as PNG bytes."""
+  buffer = io.BytesIO()
+  _save(*_confusion_figure(confusion, class_names, title), buffer)
+  return buffer.getvalue()
 
 
 def _bar_chart(pyplot, names, values, ylabel, title):

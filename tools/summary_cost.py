@@ -1,34 +1,36 @@
 """Measures what the training summaries at their defaults cost, as a ratio.
 
-  python tools/summary_cost.py --gin_file=gin/experiments/quickstart.gin \
-    --train_steps=1050 --warmup_steps=20 --repeats=2
+  python tools/summary_cost.py --gin_file=experiments/quickstart.gin \
+    --steps=1100 --block=25
 
-Trains the experiment on a fresh synthetic dataset (or --data_dir) twice per
-repeat, alternating in this one process: with the summaries at their
-defaults (scalars and rates every `host_call.every_n_steps`, training
-pictures every `host_call.image_summary_steps`), and with them off
-(`host_call.image_summary_steps = 0`, scalars never written). Both arms keep
-one checkpoint cadence. The steps after --warmup_steps are timed; the
-default 1,050 steps include one picture write at step 1,000. Prints steps
-per second of each arm (medians) and their ratio, and one JSON line.
+Builds the experiment's training step as `train_and_eval` does, with the
+summaries at their defaults (`host_call` scalars and rates every 50 steps,
+training pictures every 1,000), on a synthetic dataset (or --data_dir). Then
+runs it in one session, alternating blocks of --block steps: with the
+host_call (what its hook runs after each step on CPUs and GPUs) and without
+it. Fine alternation makes both arms see the same load of a shared machine.
+Every step on which a summary is written (multiples of 50 and 1,000) falls
+in a block with the host_call, so that arm carries all the writing of the
+run on half of its steps: the ratio bounds the cost from above. The first
+--warmup_steps (two blocks at least: each arm's first step builds its
+executor) are not timed. Prints steps per second of each arm, their
+ratio, and one JSON line.
 """
 
 import datetime
 import json
-import statistics
 import sys
 import tempfile
+import time
 
 from absl import app
 from absl import flags
-import gin
+import tensorflow as tf
 
-from benchmarks import ours
+from benchmarks import profile
 from benchmarks import report
 from official_seg.data import synthetic
-from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
-from official_seg.runtime import run_config as run_config_lib
 
 flags.DEFINE_multi_string('gin_file', ['experiments/quickstart.gin'],
                           'Gin files of the experiment.')
@@ -36,31 +38,49 @@ flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
 flags.DEFINE_string('data_dir', None,
                     'Shard folder; default a synthetic dataset written to a '
                     'temporary folder.')
-flags.DEFINE_integer('train_steps', 1050, 'Steps of each training run.')
-flags.DEFINE_integer('warmup_steps', 20, 'Steps not timed.')
-flags.DEFINE_integer('repeats', 2, 'Runs of each arm, alternating.')
+flags.DEFINE_integer('steps', 1100, 'Steps run in all.')
+flags.DEFINE_integer('warmup_steps', 50, 'First steps, not timed.')
+flags.DEFINE_integer('block', 25, 'Steps of one arm before switching; a '
+                     'divisor of 50, so writing steps fall in host_call '
+                     'blocks.')
+flags.register_validator('block', lambda value: value > 0 and 50 % value == 0,
+                         '--block must divide 50.')
+flags.register_multi_flags_validator(
+    ['warmup_steps', 'block'],
+    lambda values: values['warmup_steps'] >= 2 * values['block'],
+    '--warmup_steps must cover two blocks: the first step of each arm '
+    'builds its own executor.')
 FLAGS = flags.FLAGS
 
-# The summaries off: no pictures, scalars written never in the run.
-_OFF = ['host_call.image_summary_steps = 0',
-        'host_call.every_n_steps = 1000000000']
-# Both arms: no checkpoint inside the timed steps.
-_COMMON = ['build_run_config.save_checkpoints_steps = 1000000000',
-           'make_exporters.latest = False', 'export_best.enabled = False']
+
+def _with_host_call(step):
+  """Whether global step `step` runs in a block with the host_call."""
+  return (step // FLAGS.block) % 2 == 0
 
 
-def _steps_per_second(data_dir, extra, work_dir):
-  """Trains one arm in a fresh model dir; steps per second after warm-up."""
-  gin.clear_config()
-  gin_config.parse(FLAGS.gin_file, list(FLAGS.gin_param) + _COMMON + extra + [
-      f'DATA_DIR = {data_dir!r}', f'TRAIN_STEPS = {FLAGS.train_steps}'])
-  model_dir = tempfile.mkdtemp(dir=work_dir)
-  built = estimator_lib.build_estimator(
-      run_config_lib.build_run_config(model_dir))
-  timer = ours.StepTimer(FLAGS.warmup_steps)
-  built.estimator.train(built.train_input_fn, max_steps=FLAGS.train_steps,
-                        hooks=[timer])
-  return timer.steps_per_second()
+def measure(spec, session_config):
+  """Seconds and steps of each arm after warm-up."""
+  (host_hook,) = [hook for hook in spec.training_hooks
+                  if type(hook).__name__ == '_OutfeedHostCallHook']
+  host_hook.begin()
+  host_fetches = host_hook.before_run(None).fetches
+  seconds = {True: 0.0, False: 0.0}
+  steps = {True: 0, False: 0}
+  with tf.compat.v1.Session(config=session_config) as session:
+    session.run([tf.compat.v1.global_variables_initializer(),
+                 tf.compat.v1.local_variables_initializer(),
+                 tf.compat.v1.tables_initializer()])
+    host_hook.after_create_session(session, None)
+    for step in range(FLAGS.steps):
+      arm = _with_host_call(step)
+      start = time.perf_counter()
+      session.run([spec.train_op, host_fetches] if arm else spec.train_op)
+      if step >= FLAGS.warmup_steps:
+        seconds[arm] += time.perf_counter() - start
+        steps[arm] += 1
+    host_hook.end(session)
+  return {('defaults' if arm else 'off'): steps[arm] / seconds[arm]
+          for arm in (True, False)}
 
 
 def main(argv):
@@ -70,22 +90,22 @@ def main(argv):
   if not data_dir:
     data_dir = f'{work_dir}/data'
     synthetic.write_dataset(data_dir, {'train': 64, 'val': 8})
-  arms = {'defaults': [], 'off': []}
-  for repeat in range(FLAGS.repeats):
-    for arm, extra in (('off', _OFF), ('defaults', [])):
-      arms[arm].append(_steps_per_second(data_dir, extra, work_dir))
-      print(f'repeat {repeat + 1}: {arm} {arms[arm][-1]:.3f} steps/s',
-            flush=True)
-  medians = {arm: statistics.median(values) for arm, values in arms.items()}
+  gin_config.parse(FLAGS.gin_file, list(FLAGS.gin_param) + [
+      f'DATA_DIR = {data_dir!r}', f'TRAIN_STEPS = {FLAGS.steps}'])
+  with tf.Graph().as_default():
+    spec, session_config = profile.train_spec(
+        gin_config.binding('build_estimator.train_batch_size'),
+        f'{work_dir}/model')
+    rates = measure(spec, session_config)
   line = {
       'date': datetime.datetime.now().isoformat(timespec='seconds'),
       'command': ' '.join(sys.argv),
       'machine': report.machine(),
-      'steps_per_second': arms,
-      'ratio_defaults_to_off': medians['defaults'] / medians['off'],
+      'steps_per_second': rates,
+      'ratio_defaults_to_off': rates['defaults'] / rates['off'],
   }
-  print(f"summaries at defaults: {medians['defaults']:.3f} steps/s, off: "
-        f"{medians['off']:.3f} steps/s, ratio "
+  print(f"summaries at defaults: {rates['defaults']:.3f} steps/s, off: "
+        f"{rates['off']:.3f} steps/s, ratio "
         f"{line['ratio_defaults_to_off']:.4f}")
   print(json.dumps(line, sort_keys=True))
 

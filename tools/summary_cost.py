@@ -14,7 +14,8 @@ in a block with the host_call, so that arm carries all the writing of the
 run on half of its steps: the ratio bounds the cost from above. The first
 --warmup_steps (two blocks at least: each arm's first step builds its
 executor) are not timed. Prints steps per second of each arm, their
-ratio, and one JSON line.
+ratio, and one JSON line. --control runs both arms without the host_call,
+for the spread of the method itself.
 """
 
 import datetime
@@ -50,6 +51,9 @@ flags.register_multi_flags_validator(
     lambda values: values['warmup_steps'] >= 2 * values['block'],
     '--warmup_steps must cover two blocks: the first step of each arm '
     'builds its own executor.')
+flags.DEFINE_bool('control', False,
+                  'Run both arms without the host_call: the ratio then '
+                  'shows the spread of the method itself.')
 FLAGS = flags.FLAGS
 
 
@@ -74,7 +78,9 @@ def measure(spec, session_config):
     for step in range(FLAGS.steps):
       arm = _with_host_call(step)
       start = time.perf_counter()
-      session.run([spec.train_op, host_fetches] if arm else spec.train_op)
+      with_host_call = arm and not FLAGS.control
+      session.run([spec.train_op, host_fetches] if with_host_call
+                  else spec.train_op)
       if step >= FLAGS.warmup_steps:
         seconds[arm] += time.perf_counter() - start
         steps[arm] += 1

@@ -55,7 +55,7 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     server = subprocess.Popen(
         [_TENSORBOARD, f'--logdir={self.model_dir}', '--host=127.0.0.1',
          f'--port={self.port}', '--load_fast=false', '--reload_interval=0'],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     self.addCleanup(self._stop, server)
     self._wait_until_loaded()
 
@@ -66,7 +66,6 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     except subprocess.TimeoutExpired:
       server.kill()
       server.wait()
-    server.stderr.close()
 
   def _get(self, path, **query):
     url = f'http://127.0.0.1:{self.port}{path}'

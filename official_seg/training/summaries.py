@@ -22,9 +22,10 @@ class Registered:
     scalars: dict of summary name to scalar tensor.
     pictures: dict of tag to uint8 [N, h, w, 3] tensor, a few small pictures
       (from `palettes.pictures`).
-    examples: optional int scalar tensor, the examples of the step on this
-      replica or TPU shard times the replicas that do not outfeed (the
-      host_call sums it over TPU shards); gives 'examples_per_second'.
+    examples: optional int scalar tensor, the step's examples as seen from
+      here: a TPU shard's own (the host_call sums them over shards), or a
+      whole strategy's (only its first replica runs the host_call); gives
+      'examples_per_second'.
     variables: the trainable variables, for the optional histograms.
   """
 

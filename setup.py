@@ -31,6 +31,9 @@ setuptools.setup(
         'absl-py',
         'numpy<2',
     ],
+    # TensorBoard's Profile tab, for traces of profile_hooks.profile_steps
+    # (docs/tensorboard.md).
+    extras_require={'profile': ['tensorboard-plugin-profile==2.15.1']},
     entry_points={
         'console_scripts': ['train_and_eval=official_seg.train_and_eval:run'],
     },

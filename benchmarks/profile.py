@@ -38,7 +38,7 @@ def op_seconds(run_metadatas):
   return totals
 
 
-def train_op(batch_size, model_dir):
+def train_spec(batch_size, model_dir):
   """Builds the training step of the parsed gin experiment in this graph.
 
   Args:
@@ -46,8 +46,9 @@ def train_op(batch_size, model_dir):
     model_dir: str, where the step's summaries would go.
 
   Returns:
-    (train op, fed by the experiment's training input pipeline; the run
-    config's session config, or None).
+    (the Estimator's `EstimatorSpec` of the step, fed by the experiment's
+    training input pipeline, with its host_call hook; the run config's
+    session config, or None).
   """
   dataset = input_benchmark.training_dataset(batch_size)
   features, labels = tf.compat.v1.data.make_one_shot_iterator(
@@ -58,7 +59,13 @@ def train_op(batch_size, model_dir):
       estimator_lib.build_estimator(config).model_fn)
   spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                   {'use_tpu': False}, config)
-  return spec.train_op, config.session_config
+  return spec, config.session_config
+
+
+def train_op(batch_size, model_dir):
+  """(train op, session config) of `train_spec`."""
+  spec, session_config = train_spec(batch_size, model_dir)
+  return spec.train_op, session_config
 
 
 def profile(batch_size, model_dir, warmup_steps=3, traced_steps=2):

@@ -1,6 +1,9 @@
 """Colours of class ids: the shipped datasets' palettes and custom ones."""
 
+import math
+
 import numpy as np
+import tensorflow as tf
 
 PALETTE_NAMES = ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic')
 # Cityscapes' colours of the 19 train ids (cityscapesScripts' labels.py).
@@ -125,3 +128,61 @@ def resolve(palette):
   if isinstance(palette, str):
     return get_palette(palette)
   return _custom(palette)
+
+
+# Ignored pixels in label pictures (TensorBoard, overlays): white, a colour
+# no shipped palette gives a class the pictures show.
+IGNORE_COLOUR = (255, 255, 255)
+
+
+def label_colours(palette, ignore_label):
+  """The colours of class ids 0-255, the ignore label in `IGNORE_COLOUR`.
+
+  Args:
+    palette: a `DatasetInfo.palette` value (see `resolve`).
+    ignore_label: int in 0-255.
+
+  Returns:
+    uint8 [256, 3].
+  """
+  colours = resolve(palette).copy()
+  colours[ignore_label] = IGNORE_COLOUR
+  return colours
+
+
+def pictures(images, labels, predictions, colours, max_images=3,
+             max_side=256):
+  """The first few images, labels and predictions as small RGB pictures.
+
+  Runs in the graph (on a TPU too), so only these few small pictures leave
+  the device. Labels are subsampled with a whole-pixel stride, never blended,
+  so every picture pixel is exactly a class colour.
+
+  Args:
+    images: float [B, H, W, 3], any normalisation; each picture is stretched
+      to its own minimum and maximum.
+    labels: int [B, H, W] or [B, H, W, 1] class ids or the ignore label.
+    predictions: int [B, H, W] class ids.
+    colours: uint8 [256, 3], from `label_colours`.
+    max_images: int, pictures kept of the batch.
+    max_side: int; larger sides are subsampled to at most this.
+
+  Returns:
+    dict of 'image', 'label' and 'prediction' to uint8 [N, h, w, 3],
+    N = min(B, max_images).
+  """
+  side = max(images.shape[1] or max_side, images.shape[2] or max_side)
+  stride = max(1, math.ceil(side / max_side))
+  images = tf.cast(images[:max_images, ::stride, ::stride], tf.float32)
+  low = tf.reduce_min(images, axis=[1, 2, 3], keepdims=True)
+  high = tf.reduce_max(images, axis=[1, 2, 3], keepdims=True)
+  stretched = tf.math.divide_no_nan(images - low, high - low) * 255.0
+  colours = tf.constant(colours, tf.uint8)
+  labels = tf.reshape(labels, tf.shape(labels)[:3])
+  return {
+      'image': tf.cast(tf.round(stretched), tf.uint8),
+      'label': tf.gather(colours,
+                         labels[:max_images, ::stride, ::stride]),
+      'prediction': tf.gather(
+          colours, predictions[:max_images, ::stride, ::stride]),
+  }

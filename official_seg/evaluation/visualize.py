@@ -79,24 +79,23 @@ def _pyplot():
   return pyplot
 
 
-def _save(pyplot, figure, path):
-  """Writes the figure as a PNG and frees it: pyplot keeps figures open."""
+def _png_bytes(pyplot, figure):
+  """The figure as PNG bytes; frees it, as pyplot keeps figures open."""
   buffer = io.BytesIO()
   figure.savefig(buffer, dpi=100, format='png')
   pyplot.close(figure)
+  return buffer.getvalue()
+
+
+def _save(pyplot, figure, path):
+  """Writes the figure as a PNG through gfile (model dirs on object stores)."""
+  data = _png_bytes(pyplot, figure)
   with tf.io.gfile.GFile(path, 'wb') as f:
-    f.write(buffer.getvalue())
+    f.write(data)
 
 
-def save_confusion_heatmap(confusion, class_names, path, title=''):
-  """Saves the row-normalized confusion matrix as a heat map PNG.
-
-  Args:
-    confusion: [C, C] pixel counts, rows true class, columns predicted.
-    class_names: C names.
-    path: str, the PNG to write.
-    title: str, the figure title.
-  """
+def _confusion_figure(confusion, class_names, title):
+  """(pyplot, figure) of the row-normalized confusion matrix heat map."""
   confusion = np.asarray(confusion, np.float64)
   recall = confusion / np.maximum(confusion.sum(axis=1, keepdims=True), 1)
   pyplot = _pyplot()
@@ -115,7 +114,24 @@ def save_confusion_heatmap(confusion, class_names, path, title=''):
                 fontsize=7, color='white' if value > 0.5 else 'black')
   figure.colorbar(image, ax=axes, label='share of the true class')
   axes.set_title(title)
-  _save(pyplot, figure, path)
+  return pyplot, figure
+
+
+def save_confusion_heatmap(confusion, class_names, path, title=''):
+  """Saves the row-normalized confusion matrix as a heat map PNG.
+
+  Args:
+    confusion: [C, C] pixel counts, rows true class, columns predicted.
+    class_names: C names.
+    path: str, the PNG to write.
+    title: str, the figure title.
+  """
+  _save(*_confusion_figure(confusion, class_names, title), path)
+
+
+def confusion_heatmap_png(confusion, class_names, title=''):
+  """The heat map of `save_confusion_heatmap` as PNG bytes."""
+  return _png_bytes(*_confusion_figure(confusion, class_names, title))
 
 
 def _bar_chart(pyplot, names, values, ylabel, title):

@@ -10,12 +10,15 @@ import tensorflow as tf
 from official_seg.data import input_fn as input_lib
 from official_seg.evaluation import best_checkpoint
 from official_seg.evaluation import continuous
+from official_seg.evaluation import eval_summaries
+from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import saved_model
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
+from official_seg.training import hooks as training_hooks
 from official_seg.training import warm_start
 
 # Errors whose message says what is wrong and what to do: the binary prints
@@ -42,12 +45,18 @@ def failed_check(error):
   return None
 
 
-def _config_saver_hooks(estimator):
-  """Saves the operative gin config into the model dir, on the chief only."""
-  if not estimator.config.is_chief:
-    return []
-  return [gin.tf.GinConfigSaverHook(estimator.model_dir,
-                                    summarize_config=True)]
+def _training_hooks(estimator):
+  """A trainer's hooks: the chief saves the operative gin config and profiles,
+  asynchronous workers wait their startup delay."""
+  config = estimator.config
+  worker = cluster.parameter_server_input_context(config)
+  hooks = training_hooks.startup_delay_hooks(
+      worker.input_pipeline_id if worker else 0)
+  if not config.is_chief:
+    return hooks
+  return hooks + [gin.tf.GinConfigSaverHook(estimator.model_dir,
+                                            summarize_config=True)
+                 ] + training_hooks.profile_hooks(estimator.model_dir)
 
 
 def _serving(built):
@@ -74,6 +83,11 @@ def _record(built, timer, eval_result, checkpoint_path):
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
                           built.dataset.class_names, seconds=timer.seconds,
                           append=new_step)
+  if new_step and metrics.CONFUSION_MATRIX in eval_result:
+    eval_summaries.write_confusion_image(
+        estimator.eval_dir(), step,
+        metrics.confusion_from_summary(eval_result[metrics.CONFUSION_MATRIX]),
+        built.dataset.class_names)
   # export/best/ follows best/, in every mode that evaluates.
   if new_step and best_checkpoint.update(estimator.model_dir, record):
     saved_model.export_best(_serving(built))
@@ -117,7 +131,7 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
   timer = results.EvalTimer()
   train_spec = tf.estimator.TrainSpec(
       built.train_input_fn, max_steps=train_steps,
-      hooks=_config_saver_hooks(estimator))
+      hooks=_training_hooks(estimator))
   eval_spec = tf.estimator.EvalSpec(
       built.eval_input_fn, steps=None, start_delay_secs=0,
       throttle_secs=throttle_secs, hooks=[timer],
@@ -179,7 +193,7 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
     if role == 'trainer':
       return cluster.train(built.estimator, built.train_input_fn,
                            built.eval_input_fn, train_steps,
-                           _config_saver_hooks(built.estimator))
+                           _training_hooks(built.estimator))
     return _run_mode(mode, built, checkpoint_path, train_steps,
                      throttle_secs)
   except tf.errors.DataLossError as error:
@@ -211,7 +225,7 @@ def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
   """Runs `mode` on a built estimator; see `run`."""
   if mode == 'train':
     built.estimator.train(built.train_input_fn, max_steps=train_steps,
-                          hooks=_config_saver_hooks(built.estimator))
+                          hooks=_training_hooks(built.estimator))
     return None
   if mode == 'eval':
     return _eval_latest(built, checkpoint_path)

@@ -7,6 +7,7 @@ import functools
 import gin
 import tensorflow as tf
 
+from official_seg.evaluation import eval_summaries
 from official_seg.evaluation import metrics
 from official_seg.export import signatures
 from official_seg.modeling import inference
@@ -98,15 +99,45 @@ def _eval_spec(model, logits, features, labels, loss, dataset):
   confusion = metrics.confusion_matrices(labels, predictions,
                                          dataset.num_classes,
                                          dataset.ignore_label)
-  metric_fn = functools.partial(metrics.metric_fn,
+  pictures = eval_summaries.eval_pictures(features['image'], labels,
+                                          predictions, dataset)
+  metric_fn = functools.partial(_eval_metric_fn,
                                 class_names=list(dataset.class_names))
   return TPUEstimatorSpec(
       ModeKeys.EVAL, loss=loss,
-      eval_metrics=(metric_fn, {'confusion': confusion,
-                                'valid': features['valid']}))
+      eval_metrics=(metric_fn, dict(pictures, confusion=confusion,
+                                    valid=features['valid'])))
 
 
-def _train_spec(model, images, loss, seg_loss, params, model_dir):
+def _eval_metric_fn(confusion, valid, class_names, **pictures):
+  """The metrics of `metrics.metric_fn` and the validation pictures."""
+  result = metrics.metric_fn(confusion, valid, class_names)
+  result.update(eval_summaries.picture_metrics(pictures, valid))
+  return result
+
+
+def _registered(scalars, model, features, labels, logits, dataset, params):
+  """The summaries of a training step (see `summaries.Registered`)."""
+  images = features['image']
+  examples = tf.shape(images)[0]
+  context = tf.distribute.get_replica_context()
+  if not params.get('use_tpu') and context:
+    # Only the first replica of a strategy runs the host_call.
+    examples *= context.num_replicas_in_sync
+  scalars['labelled_pixels'] = summaries.labelled_share(labels,
+                                                        dataset.ignore_label)
+  return summaries.Registered(
+      scalars=scalars, examples=examples,
+      pictures=summaries.train_pictures(images, labels, logits, dataset),
+      variables=model.trainable_variables)
+
+
+def _train_spec(model, features, labels, logits, losses_, params, config,
+                dataset):
+  """The TRAIN spec; `losses_` is (total loss, segmentation loss)."""
+  loss, seg_loss = losses_
+  model_dir = config.model_dir
+  images = features['image']
   warm_start.check_resume_compatible(model, model_dir)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   learning_rate = schedules.learning_rate(global_step)
@@ -114,12 +145,15 @@ def _train_spec(model, images, loss, seg_loss, params, model_dir):
                                          use_tpu=params.get('use_tpu', False))
   # Keras layers built in a graph keep their batch-norm updates per input.
   update_ops = model.get_updates_for(images) + model.get_updates_for(None)
+  scalars = {'loss/total': loss, 'loss/segmentation': seg_loss,
+             'learning_rate': learning_rate}
+  scalars.update(summaries.learning_rates(learning_rate,
+                                          model.trainable_variables))
   train_op = optimizers.train_op(optimizer, loss, model.trainable_variables,
-                                 update_ops)
+                                 update_ops, scalars)
   host_call = summaries.host_call(
       model_dir, global_step,
-      {'loss/total': loss, 'loss/segmentation': seg_loss,
-       'learning_rate': learning_rate})
+      _registered(scalars, model, features, labels, logits, dataset, params))
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
                           host_call=host_call,
                           scaffold_fn=warm_start.warm_start(model, model_dir))
@@ -139,7 +173,8 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
                                        dataset.ignore_label)
   if mode == ModeKeys.EVAL:
     return _eval_spec(model, logits, features, labels, seg_loss, dataset)
-  return _train_spec(model, images, loss, seg_loss, params, config.model_dir)
+  return _train_spec(model, features, labels, logits, (loss, seg_loss),
+                     params, config, dataset)
 
 
 def make_model_fn(dataset, options):

@@ -51,6 +51,8 @@ def build_run_config(model_dir,
                      tpu_address=None,
                      save_checkpoints_steps=1000,
                      keep_checkpoint_max=5,
+                     keep_checkpoint_every_n_hours=10000,
+                     save_summary_steps=100,
                      log_step_count_steps=50,
                      tf_random_seed=None,
                      train_distribute=None,
@@ -71,6 +73,11 @@ def build_run_config(model_dir,
       name the TPUEstimator runs on that TPU.
     save_checkpoints_steps: int, steps between checkpoints.
     keep_checkpoint_max: int, checkpoints kept.
+    keep_checkpoint_every_n_hours: float; one checkpoint of every this many
+      hours is kept beyond `keep_checkpoint_max` (the seed trainers' option).
+    save_summary_steps: int, steps between Estimator's own summaries (the
+      loss, global_step/sec), independent of the checkpoint cadence; the
+      host_call's summaries have their own (`host_call.every_n_steps`).
     log_step_count_steps: int, steps between progress log lines.
     tf_random_seed: optional int, graph-level seed.
     train_distribute: optional `tf.distribute.Strategy` constructor (e.g.
@@ -101,7 +108,8 @@ def build_run_config(model_dir,
       save_checkpoints_steps=save_checkpoints_steps,
       keep_checkpoint_max=keep_checkpoint_max,
       log_step_count_steps=log_step_count_steps,
-      save_summary_steps=save_checkpoints_steps,
+      keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+      save_summary_steps=save_summary_steps,
       tf_random_seed=tf_random_seed,
       train_distribute=_strategy(train_distribute),
       session_config=_session_config(inter_op_threads, intra_op_threads),

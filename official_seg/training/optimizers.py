@@ -154,7 +154,29 @@ def scale_gradients(grads_and_vars, multipliers):
   return scaled
 
 
-def train_op(optimizer, loss, variables, update_ops):
+@gin.configurable(denylist=['grads_and_vars'])
+def clip_gradients(grads_and_vars, gradient_clipping_by_norm=0.0):
+  """Clips the gradients by their global norm (the seed trainers' option).
+
+  Args:
+    grads_and_vars: list of (gradient or None, variable) pairs.
+    gradient_clipping_by_norm: float; gradients whose global norm exceeds it
+      are scaled down to it (`tf.clip_by_global_norm`); 0 leaves them as
+      they are.
+
+  Returns:
+    (list of (gradient, variable) pairs, float scalar tensor: the global norm
+    before clipping).
+  """
+  grads = [grad for grad, _ in grads_and_vars]
+  norm = tf.linalg.global_norm([g for g in grads if g is not None])
+  if gradient_clipping_by_norm:
+    grads, _ = tf.clip_by_global_norm(grads, gradient_clipping_by_norm,
+                                      use_norm=norm)
+  return list(zip(grads, [var for _, var in grads_and_vars])), norm
+
+
+def train_op(optimizer, loss, variables, update_ops, scalars=None):
   """One training step: gradients, batch-norm updates, global step.
 
   The frozen variables (`trainable_variables`) are left out and the gradients
@@ -165,6 +187,8 @@ def train_op(optimizer, loss, variables, update_ops):
     loss: scalar float tensor.
     variables: list of trainable variables.
     update_ops: list of ops (batch-norm moving averages) to run each step.
+    scalars: optional dict; 'gradient_norm' (before clipping) is added to
+      it, for the summaries.
 
   Returns:
     The train op; it fails with InvalidArgumentError naming the step when the
@@ -179,6 +203,9 @@ def train_op(optimizer, loss, variables, update_ops):
     grads_and_vars = optimizer.compute_gradients(loss, var_list=variables)
   grads_and_vars = scale_gradients(grads_and_vars,
                                    gradient_multipliers(variables))
+  grads_and_vars, gradient_norm = clip_gradients(grads_and_vars)
+  if scalars is not None:
+    scalars['gradient_norm'] = gradient_norm
   # A finite loss can still have NaN gradients (e.g. from Inf inputs): check
   # them too, so no NaN reaches a variable or a checkpoint.
   grads_finite = tf.debugging.Assert(

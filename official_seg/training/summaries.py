@@ -1,38 +1,195 @@
 """Training summaries, registered explicitly and written through one host_call."""
 
+import dataclasses
+from typing import Dict, Optional, Sequence
+
 import gin
 import tensorflow as tf
 
+from official_seg.data import palettes
+from official_seg.training import optimizers
 
-@gin.configurable(denylist=['model_dir', 'global_step', 'scalars'])
-def host_call(model_dir, global_step, scalars, every_n_steps=50):
+# Pictures of the batch in TensorBoard's images dashboard: the input, its
+# label and the prediction, one tag each.
+PICTURES_PREFIX = 'pictures/'
+
+
+@dataclasses.dataclass
+class Registered:
+  """What a training step hands to `host_call`.
+
+  Attributes:
+    scalars: dict of summary name to scalar tensor.
+    pictures: dict of tag to uint8 [N, h, w, 3] tensor, a few small pictures
+      (from `palettes.pictures`).
+    examples: optional int scalar tensor, the step's examples as seen from
+      here: a TPU shard's own (the host_call sums them over shards), or a
+      whole strategy's (only its first replica runs the host_call); gives
+      'examples_per_second'.
+    variables: the trainable variables, for the optional histograms.
+  """
+
+  scalars: Dict[str, tf.Tensor]
+  pictures: Dict[str, tf.Tensor] = dataclasses.field(default_factory=dict)
+  examples: Optional[tf.Tensor] = None
+  variables: Sequence[tf.Variable] = ()
+
+
+def learning_rates(learning_rate, variables):
+  """The learning rate of each group of `gradient_multipliers`, by factor.
+
+  Args:
+    learning_rate: scalar float tensor, the schedule's rate.
+    variables: the trainable variables.
+
+  Returns:
+    dict of 'learning_rate/x<factor>' to scalar tensor, one per factor other
+    than 1; empty when no multiplier is set.
+  """
+  factors = sorted(set(optimizers.gradient_multipliers(variables).values()))
+  return {f'learning_rate/x{factor:g}': learning_rate * factor
+          for factor in factors}
+
+
+def labelled_share(labels, ignore_label):
+  """The share of the batch's pixels that are not the ignore label; float32."""
+  return tf.reduce_mean(tf.cast(tf.not_equal(labels, ignore_label),
+                                tf.float32))
+
+
+def train_pictures(images, labels, logits, dataset, max_images=3):
+  """The first `max_images` inputs, labels and predictions, coloured.
+
+  Args:
+    images: float [B, H, W, 3], the model's input.
+    labels: int [B, H, W, 1].
+    logits: float [B, h, w, C], at any resolution; resized to the labels'.
+    dataset: the `DatasetInfo` (palette, ignore label).
+    max_images: int.
+
+  Returns:
+    dict of 'pictures/image', 'pictures/label' and 'pictures/prediction' to
+    uint8 [N, H', W', 3].
+  """
+  logits = tf.cast(logits[:max_images], tf.float32)
+  logits = tf.image.resize(logits, tf.shape(labels)[1:3])
+  predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+  colours = palettes.label_colours(dataset.palette, dataset.ignore_label)
+  pictures = palettes.pictures(images, labels, predictions, colours,
+                               max_images)
+  return {PICTURES_PREFIX + tag: value for tag, value in pictures.items()}
+
+
+def _flatten(global_step, registered, histograms):
+  """The host_call's tensors, each with a leading dimension for outfeed."""
+  tensors = {'step': tf.reshape(global_step, [1])}
+  for name, value in registered.scalars.items():
+    tensors['scalar:' + name] = tf.reshape(tf.cast(value, tf.float32), [1])
+  for name, value in registered.pictures.items():
+    tensors['picture:' + name] = value
+  if registered.examples is not None:
+    tensors['examples'] = tf.reshape(tf.cast(registered.examples, tf.float32),
+                                     [1])
+  if histograms:
+    for variable in registered.variables:
+      tensors['histogram:' + optimizers.variable_name(variable)] = (
+          tf.expand_dims(tf.convert_to_tensor(variable), 0))
+  return tensors
+
+
+def _state(name, value):
+  """A local variable of the host_call (reinitialised by every session)."""
+  return tf.compat.v1.Variable(
+      value, trainable=False, name=name,
+      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+
+
+def _examples_per_second(step, examples, record):
+  """Writes examples per second since the previous recorded step.
+
+  Written by hand: TPUEstimator's ExamplesPerSecondHook writes its own event
+  file, on TPUs only and outside the host_call.
+  """
+  last_time = _state('summaries_last_time', tf.constant(0.0, tf.float64))
+  last_step = _state('summaries_last_step', tf.constant(-1, tf.int64))
+  now = tf.timestamp()
+  rate = tf.math.divide_no_nan(
+      tf.cast(step - last_step, tf.float32) * examples,
+      tf.cast(now - last_time, tf.float32))
+  valid = tf.greater_equal(last_step, 0)
+
+  def update():
+    with tf.control_dependencies([rate, valid]):
+      return tf.group(last_time.assign(now), last_step.assign(step))
+
+  with tf.control_dependencies([tf.cond(record, update, tf.no_op)]):
+    with tf.summary.record_if(tf.logical_and(record, valid)):
+      tf.summary.scalar('examples_per_second', rate, step=step)
+
+
+@gin.configurable(denylist=['model_dir', 'global_step', 'registered'])
+def host_call(model_dir, global_step, registered, every_n_steps=50,
+              image_summary_steps=1000, variable_histograms=False):
   """Builds the (fn, tensors) pair of a TPUEstimatorSpec `host_call`.
 
   The same pair serves TPU (the fn runs on the host, fed by outfeed) and
   CPU/GPU (`TPUEstimatorSpec.as_estimator_spec` runs it after each step), so
-  summaries take one path everywhere.
+  summaries take one path everywhere. On a TPU each tensor arrives
+  concatenated over the shards: scalars and pictures are shard 0's, the
+  examples the sum.
 
   Args:
     model_dir: str, where the TensorBoard events go.
     global_step: int64 scalar tensor.
-    scalars: dict of summary name to scalar tensor.
-    every_n_steps: int, write one summary every this many steps.
+    registered: a `Registered`, or a dict of summary name to scalar tensor.
+    every_n_steps: int, write the scalars (and histograms) every this many
+      steps.
+    image_summary_steps: int, write the pictures every this many steps; 0
+      writes none.
+    variable_histograms: bool, also write a histogram of every trainable
+      variable every `every_n_steps` (they travel through outfeed on TPUs).
 
   Returns:
     (host_fn, tensors) for `TPUEstimatorSpec(host_call=...)`.
   """
-  names = sorted(scalars)
-  # Outfeed needs a leading dimension on every tensor.
-  tensors = [tf.reshape(global_step, [1])]
-  tensors += [tf.reshape(tf.cast(scalars[n], tf.float32), [1]) for n in names]
+  if not isinstance(registered, Registered):
+    registered = Registered(scalars=registered)
+  if not image_summary_steps:
+    registered = dataclasses.replace(registered, pictures={})
+  tensors = _flatten(global_step, registered, variable_histograms)
+  names = sorted(tensors)
 
-  def host_fn(step, *values):
-    step = step[0]
+  def host_fn(*values):
+    values = dict(zip(names, values))
+    step = values['step'][0]
     writer = tf.summary.create_file_writer(model_dir, max_queue=every_n_steps)
-    with writer.as_default(), tf.summary.record_if(
-        tf.equal(step % every_n_steps, 0)):
-      for name, value in zip(names, values):
-        tf.summary.scalar(name, value[0], step=step)
+    with writer.as_default():
+      _write_every_n(values, step, every_n_steps)
+      if image_summary_steps:
+        with tf.summary.record_if(tf.equal(step % image_summary_steps, 0)):
+          for name, value in values.items():
+            if name.startswith('picture:'):
+              count = (value.shape[0] or 3) // _shards(values)
+              tf.summary.image(name[len('picture:'):], value[:count],
+                               step=step, max_outputs=count)
       return tf.compat.v1.summary.all_v2_summary_ops()
 
-  return host_fn, tensors
+  return host_fn, [tensors[name] for name in names]
+
+
+def _shards(values):
+  """TPU shards whose tensors were concatenated: the step's leading size."""
+  return values['step'].shape[0] or 1
+
+
+def _write_every_n(values, step, every_n_steps):
+  """The scalars, histograms and examples per second of `host_call`."""
+  record = tf.equal(step % every_n_steps, 0)
+  with tf.summary.record_if(record):
+    for name, value in values.items():
+      if name.startswith('scalar:'):
+        tf.summary.scalar(name[len('scalar:'):], value[0], step=step)
+      elif name.startswith('histogram:'):
+        tf.summary.histogram(name[len('histogram:'):], value[0], step=step)
+  if 'examples' in values:
+    _examples_per_second(step, tf.reduce_sum(values['examples']), record)

@@ -108,5 +108,26 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
       palettes.resolve('mine')
 
 
+
+class PicturesTest(tf.test.TestCase):
+
+  def test_label_colours_paint_the_ignore_label_white(self):
+    colours = palettes.label_colours('cityscapes', 255)
+    self.assertAllEqual(colours[:2], [[128, 64, 128], [244, 35, 232]])
+    self.assertAllEqual(colours[255], [255, 255, 255])
+    self.assertAllEqual(palettes.get_palette('cityscapes')[255], [0, 0, 0])
+
+  def test_large_pictures_are_subsampled(self):
+    colours = palettes.label_colours('synthetic', 255)
+    labels = np.tile(np.arange(4, dtype=np.int32), [1, 600, 150])
+    pictures = self.evaluate(palettes.pictures(
+        tf.zeros([1, 600, 600, 3]), tf.constant(labels), tf.constant(labels),
+        colours, max_side=256))
+    # Stride 3: columns 0, 3, 6, ... are classes 0, 3, 2, 1, 0, ...
+    self.assertEqual(pictures['label'].shape, (1, 200, 200, 3))
+    self.assertAllEqual(pictures['label'][0, 0, :4],
+                        colours[[0, 3, 2, 1]])
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -3,6 +3,7 @@
 import json
 import os
 
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -118,6 +119,42 @@ class EvaluationTest(tf.test.TestCase):
     self.assertGreater(record['images_per_second'], 0)
     with open(os.path.join(eval_model_dir, 'best', 'best.json')) as f:
       self.assertGreaterEqual(json.load(f)['mean_iou'], record['mean_iou'])
+
+
+
+class TrainingHooksTest(tf.test.TestCase):
+  """Which hooks each trainer of a parameter-server cluster runs."""
+
+  _CLUSTER = {'chief': ['127.0.0.1:1'], 'worker': ['127.0.0.1:2',
+                                                   '127.0.0.1:3'],
+              'ps': ['127.0.0.1:4']}
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    gin.parse_config(['startup_delay_hooks.startup_delay_steps = 50',
+                      'profile_hooks.profile_steps = [10, 20]'])
+
+  def _hooks(self, task_type, index):
+    os.environ['TF_CONFIG'] = json.dumps(
+        {'cluster': self._CLUSTER, 'task': {'type': task_type,
+                                            'index': index}})
+    self.addCleanup(os.environ.pop, 'TF_CONFIG')
+    config = tf.estimator.RunConfig(model_dir=self.create_tempdir().full_path)
+    return experiment._training_hooks(  # pylint: disable=protected-access
+        tf.estimator.Estimator(lambda features, labels, mode: None,
+                               config=config))
+
+  def test_worker_k_waits_for_k_times_startup_delay_steps(self):
+    # Worker 1 is the cluster's third trainer (chief 0, worker 0 is 1).
+    waiters = [h for h in self._hooks('worker', 1)
+               if isinstance(h, tf.estimator.GlobalStepWaiterHook)]
+    self.assertLen(waiters, 1)
+    self.assertEqual(waiters[0]._wait_until_step, 100)  # pylint: disable=protected-access
+
+  def test_chief_starts_at_once_and_alone_saves_config_and_profiles(self):
+    kinds = {type(h).__name__ for h in self._hooks('chief', 0)}
+    self.assertEqual(kinds, {'GinConfigSaverHook', 'ProfileHook'})
 
 
 if __name__ == '__main__':

@@ -1,4 +1,7 @@
-"""The run config's session: thread counts over Estimator's defaults."""
+"""The run config: thread counts over Estimator's defaults, checkpoint and summary cadences."""
+
+import glob
+import os
 
 import gin
 import tensorflow as tf
@@ -25,6 +28,50 @@ class RunConfigTest(tf.test.TestCase):
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     # No thread counts: the Estimator's own default session config.
     self.assertIsNone(config.session_config)
+
+  def _train_trivial(self, bindings, steps=4):
+    """Trains a one-variable Estimator `steps` steps; returns its model dir."""
+    gin.parse_config(bindings)
+    model_dir = self.create_tempdir().full_path
+    config = run_config_lib.build_run_config(model_dir)
+
+    def model_fn(features, labels, mode):
+      del features, labels  # Unused.
+      weight = tf.compat.v1.get_variable('w', initializer=1.0)
+      loss = tf.square(weight)
+      step = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+          loss, tf.compat.v1.train.get_or_create_global_step())
+      return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step)
+
+    estimator = tf.estimator.Estimator(model_fn, config=config)
+    estimator.train(lambda: tf.data.Dataset.from_tensors((0.0, 0.0)).repeat(),
+                    max_steps=steps)
+    return model_dir
+
+  def _kept_steps(self, model_dir):
+    return sorted(int(path.split('-')[-1].split('.')[0]) for path in
+                  glob.glob(os.path.join(model_dir, 'model.ckpt-*.index')))
+
+  def test_keep_checkpoint_every_n_hours_keeps_old_checkpoints(self):
+    cadence = ['build_run_config.save_checkpoints_steps = 1',
+               'build_run_config.keep_checkpoint_max = 1']
+    self.assertEqual(self._kept_steps(self._train_trivial(cadence)), [4])
+    gin.clear_config()
+    # One checkpoint per ~0 hours: every checkpoint is kept beyond the max.
+    kept = self._kept_steps(self._train_trivial(
+        cadence + ['build_run_config.keep_checkpoint_every_n_hours = 1e-9']))
+    self.assertEqual(kept, [0, 1, 2, 3, 4])
+
+  def test_summary_cadence_is_independent_of_checkpoints(self):
+    model_dir = self._train_trivial(
+        ['build_run_config.save_checkpoints_steps = 4',
+         'build_run_config.save_summary_steps = 1'])
+    steps = [event.step
+             for path in glob.glob(os.path.join(model_dir, 'events.*'))
+             for event in tf.compat.v1.train.summary_iterator(path)
+             if any(value.tag == 'loss' for value in event.summary.value)]
+    self.assertEqual(sorted(steps), [1, 2, 3, 4])
+    self.assertEqual(self._kept_steps(model_dir), [0, 4])
 
 
 if __name__ == '__main__':

@@ -129,5 +129,41 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
         _two_layer_step()
 
 
+  @parameterized.parameters((0.0, 1.0), (2.5, 0.5), (10.0, 1.0))
+  def test_gradient_clipping_by_norm_scales_to_the_global_norm(
+      self, clip_norm, expected_scale):
+    # Gradients (3, 4) and (0,): global norm 5.
+    gin.parse_config([f'clip_gradients.gradient_clipping_by_norm = {clip_norm}'])
+    with tf.Graph().as_default():
+      first = tf.compat.v1.get_variable('a', initializer=[1.0, 1.0])
+      second = tf.compat.v1.get_variable('b', initializer=[1.0])
+      grads_and_vars = [(tf.constant([3.0, 4.0]), first),
+                        (None, second), (tf.constant([0.0]), second)]
+      clipped, norm = optimizers.clip_gradients(grads_and_vars)
+      self.assertIs(clipped[0][1], first)
+      self.assertIsNone(clipped[1][0])
+      with tf.compat.v1.Session() as sess:
+        grads, norm = sess.run(([clipped[0][0], clipped[2][0]], norm))
+    self.assertAllClose(norm, 5.0)
+    self.assertAllClose(grads[0], np.array([3.0, 4.0]) * expected_scale)
+    self.assertAllClose(grads[1], [0.0])
+
+  def test_train_op_reports_the_gradient_norm_and_applies_clipped_steps(self):
+    gin.parse_config(['clip_gradients.gradient_clipping_by_norm = 1.0'])
+    with tf.Graph().as_default():
+      weight = tf.compat.v1.get_variable('w', initializer=[1.0, 1.0])
+      scalars = {}
+      # d(loss)/dw = (6, 8): norm 10, clipped to (0.6, 0.8).
+      op = optimizers.train_op(
+          tf.compat.v1.train.GradientDescentOptimizer(0.5),
+          tf.reduce_sum(tf.constant([6.0, 8.0]) * weight), [weight], [],
+          scalars)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        norm, _ = sess.run((scalars['gradient_norm'], op))
+        self.assertAllClose(norm, 10.0)
+        self.assertAllClose(sess.run(weight), [1.0 - 0.3, 1.0 - 0.4])
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -1,11 +1,16 @@
-"""Tests that the host_call writes the registered scalars at its cadence."""
+"""Tests that the host_call writes scalars, pictures and histograms at their cadences."""
 
 import glob
 import os
 
+from absl.testing import parameterized
+import gin
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.util import event_pb2
 
+from official_seg.data import dataset_info
+from official_seg.data import palettes
 from official_seg.training import summaries
 
 
@@ -19,7 +24,24 @@ def _scalars(model_dir):
   return found
 
 
-class SummariesTest(tf.test.TestCase):
+def _run_host_call(model_dir, registered, steps=5, **options):
+  """Runs the CPU path of `host_call` after `steps` steps 0, 1, ..."""
+  step = tf.compat.v1.placeholder(tf.int64, [])
+  host_call = summaries.host_call(model_dir, step, registered(), **options)
+  spec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+      tf.estimator.ModeKeys.TRAIN, loss=tf.constant(1.0),
+      train_op=tf.no_op(), host_call=host_call).as_estimator_spec()
+  with tf.compat.v1.train.MonitoredSession(
+      hooks=spec.training_hooks) as sess:
+    for value in range(steps):
+      sess.run(spec.train_op, {step: value})
+
+
+class SummariesTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
 
   def test_host_call_writes_every_n_steps(self):
     model_dir = self.create_tempdir().full_path
@@ -42,6 +64,77 @@ class SummariesTest(tf.test.TestCase):
     written = _scalars(model_dir)
     self.assertEqual(sorted(written['loss/total']), [0, 2, 4])
     self.assertEqual(sorted(written['learning_rate']), [0, 2, 4])
+
+
+  @parameterized.parameters((2, [0, 2, 4]), (0, None))
+  def test_pictures_every_image_summary_steps(self, every, expected):
+    model_dir = self.create_tempdir().full_path
+    picture = np.arange(2 * 3 * 4 * 3, dtype=np.uint8).reshape([2, 3, 4, 3])
+    with tf.Graph().as_default():
+      _run_host_call(model_dir, lambda: summaries.Registered(
+          scalars={'loss/total': tf.constant(1.0)},
+          pictures={'pictures/label': tf.constant(picture)}),
+                     every_n_steps=1, image_summary_steps=every)
+    written = _scalars(model_dir)
+    self.assertEqual(written['loss/total'], [0, 1, 2, 3, 4])
+    self.assertEqual(written.get('pictures/label'), expected)
+
+  def test_examples_per_second_and_histograms(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
+      _run_host_call(model_dir, lambda: summaries.Registered(
+          scalars={}, examples=tf.constant(8), variables=[weight]),
+                     every_n_steps=2, variable_histograms=True)
+    written = _scalars(model_dir)
+    # A rate needs a previous recorded step.
+    self.assertEqual(written['examples_per_second'], [2, 4])
+    self.assertEqual(written['w'], [0, 2, 4])
+
+  def test_learning_rate_of_each_multiplier_group(self):
+    gin.parse_config([
+        "gradient_multipliers.last_layers = ['^head/']",
+        'gradient_multipliers.last_layer_gradient_multiplier = 10.0',
+        'gradient_multipliers.bias_multiplier = 2.0'])
+    with tf.Graph().as_default():
+      variables = [tf.compat.v1.get_variable(name, initializer=1.0)
+                   for name in ('conv/kernel', 'conv/bias', 'head/kernel',
+                                'head/bias')]
+      rates = summaries.learning_rates(tf.constant(0.5), variables)
+      self.assertEqual(sorted(rates), ['learning_rate/x10',
+                                       'learning_rate/x2',
+                                       'learning_rate/x20'])
+      with tf.compat.v1.Session() as sess:
+        self.assertAllClose(sess.run(rates), {'learning_rate/x2': 1.0,
+                                              'learning_rate/x10': 5.0,
+                                              'learning_rate/x20': 10.0})
+    gin.clear_config()
+    with tf.Graph().as_default():
+      variable = tf.compat.v1.get_variable('conv/bias', initializer=1.0)
+      self.assertEqual(summaries.learning_rates(1.0, [variable]), {})
+
+  def test_train_pictures_colour_labels_and_predictions(self):
+    dataset = dataset_info.DatasetInfo(num_classes=3, palette='synthetic',
+                                       ignore_label=255)
+    labels = np.array([[[0, 1], [2, 255]]] * 4, np.int32)[..., None]
+    # Logits at half the labels' size, class 2 everywhere.
+    logits = np.zeros([4, 1, 1, 3], np.float32)
+    logits[..., 2] = 1.0
+    images = np.random.RandomState(0).uniform(-1, 1, [4, 2, 2, 3])
+    pictures = self.evaluate(summaries.train_pictures(
+        tf.constant(images, tf.float32), tf.constant(labels),
+        tf.constant(logits), dataset, max_images=3))
+    synthetic = palettes.get_palette('synthetic')
+    self.assertAllEqual(pictures['pictures/label'][0],
+                        [[synthetic[0], synthetic[1]],
+                         [synthetic[2], [255, 255, 255]]])
+    self.assertEqual(pictures['pictures/label'].shape, (3, 2, 2, 3))
+    self.assertAllEqual(pictures['pictures/prediction'],
+                        np.broadcast_to(synthetic[2], [3, 2, 2, 3]))
+    stretched = (images[:3] - images[:3].min(axis=(1, 2, 3), keepdims=True))
+    stretched *= 255 / stretched.max(axis=(1, 2, 3), keepdims=True)
+    self.assertAllClose(pictures['pictures/image'], stretched, atol=0.51)
+    self.assertEqual(pictures['pictures/image'].dtype, np.uint8)
 
 
 if __name__ == '__main__':

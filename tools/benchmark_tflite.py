@@ -5,19 +5,24 @@
 
 Scores the newest SavedModel under <model_dir>/export/ and each
 <model_dir>/export/tflite/model_<kind>.tflite on the eval split, each image
-at its decoded size (tflite_runner.evaluate), and prints a Markdown table:
-size, median latency per image, speed-up over the SavedModel, mean IoU and
-its difference to the SavedModel's. SavedModel latency is one
-serving_default call on one PNG-encoded image (decoding included); TFLite
-latency is one interpreter invoke with --num_threads threads.
+at its decoded size (tflite_runner.evaluate), then times them on the split's
+first image in --rounds rounds, each round calling every model once, so a
+change of load on a shared machine touches all alike. Prints a Markdown
+table: size, median and least latency per image, the speed-up of the median
+over the SavedModel's, mean IoU and its difference to the SavedModel's.
+SavedModel latency is one serving_default call on the PNG-encoded image
+(decoding included); TFLite latency one interpreter invoke with
+--num_threads threads on the image as `tflite_runner.fit_image` places it.
 """
 
+import functools
 import io
 import os
 import time
 
 from absl import app
 from absl import flags
+import numpy as np
 from PIL import Image
 
 from official_seg.data import dataset_info
@@ -35,7 +40,8 @@ flags.DEFINE_list('kinds', list(tflite.KINDS), 'Kinds to score; missing '
 flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
                      'CPU cores.')
 flags.DEFINE_integer('max_images', None, 'Score at most this many images.')
-flags.mark_flags_as_required(['model_dir', 'gin_file'])
+flags.DEFINE_integer('rounds', 30, 'Timed calls of each model.')
+flags.mark_flag_as_required('model_dir')
 FLAGS = flags.FLAGS
 
 
@@ -51,18 +57,44 @@ class _SavedModel:
     self.seconds = []
 
   def predict(self, image):
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format='PNG')
+    encoded = _png(image)
     start = time.perf_counter()
-    labels = self._predictor(buffer.getvalue())
+    labels = self._predictor(encoded)
     self.seconds.append(time.perf_counter() - start)
     return labels
 
 
-def _row(name, record, reference):
+def _png(image):
+  buffer = io.BytesIO()
+  Image.fromarray(image).save(buffer, format='PNG')
+  return buffer.getvalue()
+
+
+def _latencies(models, image, rounds):
+  """Milliseconds of each call of each model, called in turn each round."""
+  calls = {}
+  for name, model in models.items():
+    if isinstance(model, _SavedModel):
+      calls[name] = functools.partial(model.predict, image)
+    else:
+      calls[name] = functools.partial(
+          model.run, *tflite_runner.fit_image(image, model.input_size,
+                                              model.resize_range))
+    calls[name]()  # Warm-up: the first call allocates.
+  times = {name: [] for name in models}
+  for _ in range(rounds):
+    for name, call in calls.items():
+      start = time.perf_counter()
+      call()
+      times[name].append((time.perf_counter() - start) * 1000.0)
+  return times
+
+
+def _row(name, record, reference, times, reference_times):
+  median = np.median(times)
   return (f'| {name} | {record["model_bytes"] / 1e6:.3f} | '
-          f'{record["latency_ms"]:.2f} | '
-          f'{reference["latency_ms"] / record["latency_ms"]:.2f}x | '
+          f'{median:.2f} | {np.min(times):.2f} | '
+          f'{np.median(reference_times) / median:.2f}x | '
           f'{record["mean_iou"]:.4f} | '
           f'{record["mean_iou"] - reference["mean_iou"]:+.4f} |')
 
@@ -70,28 +102,35 @@ def _row(name, record, reference):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.gin_file:
+    raise app.UsageError('Give the gin files of the run, e.g. '
+                         '--gin_file=gin/experiments/quickstart.gin')
   gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
   dataset = dataset_info.DatasetInfo()
   export_dir = predictor.find_saved_model(FLAGS.model_dir)
-  reference, _ = tflite_runner.evaluate(_SavedModel(export_dir), dataset,
-                                        FLAGS.max_images)
-  rows = [_row('SavedModel (float32)', reference, reference)]
+  models = {'SavedModel (float32)': _SavedModel(export_dir)}
   for kind in FLAGS.kinds:
     path = tflite.tflite_path(FLAGS.model_dir, kind)
-    if not os.path.exists(path):
+    if os.path.exists(path):
+      models[kind] = tflite_runner.TfliteModel(path, FLAGS.num_threads)
+    else:
       print(f'Skipping {kind}: no {path}')
-      continue
-    model = tflite_runner.TfliteModel(path, FLAGS.num_threads)
-    record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images)
-    rows.append(_row(kind, record, reference))
-  print(f'{reference["num_images"]} images of split {dataset.eval_split!r}, '
-        f'step {reference["global_step"]}, '
-        f'{FLAGS.num_threads or os.cpu_count()} interpreter threads')
-  print('| model | size (MB) | latency (ms/image) | speed-up | mean IoU | '
-        'vs SavedModel |')
-  print('| --- | --- | --- | --- | --- | --- |')
-  print('\n'.join(rows))
-
+  records = {name: tflite_runner.evaluate(model, dataset, FLAGS.max_images)[0]
+             for name, model in models.items()}
+  _, image, _ = next(tflite_runner.eval_examples(dataset, 1))
+  times = _latencies(models, image, FLAGS.rounds)
+  reference = next(iter(models))
+  print(f'{records[reference]["num_images"]} images of split '
+        f'{dataset.eval_split!r}, step {records[reference]["global_step"]}, '
+        f'{FLAGS.num_threads or os.cpu_count()} interpreter threads, '
+        f'{FLAGS.rounds} timed rounds on a {image.shape[0]}x{image.shape[1]} '
+        'image')
+  print('| model | size (MB) | median latency (ms) | least latency (ms) | '
+        'speed-up (median) | mean IoU | vs SavedModel |')
+  print('| --- | --- | --- | --- | --- | --- | --- |')
+  for name in models:
+    print(_row(name, records[name], records[reference], times[name],
+               times[reference]))
 
 if __name__ == '__main__':
   app.run(main)

@@ -29,13 +29,16 @@ flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
                      'CPU cores.')
 flags.DEFINE_integer('max_images', None, 'Score at most this many images.')
 flags.DEFINE_string('output_json', None, 'Also write the record here.')
-flags.mark_flags_as_required(['model', 'gin_file'])
+flags.mark_flag_as_required('model')
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.gin_file:
+    raise app.UsageError('Give the gin files of the run, e.g. '
+                         '--gin_file=gin/experiments/quickstart.gin')
   gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
   dataset = dataset_info.DatasetInfo()
   model = tflite_runner.TfliteModel(FLAGS.model, FLAGS.num_threads)

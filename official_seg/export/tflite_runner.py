@@ -144,7 +144,7 @@ class TfliteModel:
                               'train_and_eval --mode=export_tflite.')
     self.path = path
     self.metadata = read_metadata(path)
-    self._resize_range = tuple(
+    self.resize_range = tuple(
         (self.metadata or {}).get('resize_range') or (None, None, None))
     self._interpreter = tf.lite.Interpreter(
         model_path=path, num_threads=num_threads or os.cpu_count())
@@ -182,7 +182,7 @@ class TfliteModel:
 
   def predict(self, image):
     """int32 [h, w] class ids of a decoded uint8 [h, w, 3] image."""
-    fitted, size = fit_image(image, self.input_size, self._resize_range)
+    fitted, size = fit_image(image, self.input_size, self.resize_range)
     return labels_at_original_size(self.run(fitted, size), size,
                                    np.shape(image)[:2])
 

@@ -57,6 +57,8 @@ def _serving_graph(estimator, parser, input_size, probabilities):
   Returns:
     (inputs [image, size], outputs [semantic (, probabilities)], saver).
   """
+  # TFLite wants one static input shape; the 'size' input says where the
+  # image lies in it, as the eval parser's padding does for a batch.
   height, width = input_size
   image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
                                    name=tflite_runner.IMAGE_INPUT)

@@ -1,15 +1,19 @@
 """Shared test helpers: tiny synthetic shards and a tiny quickstart config."""
 
+import json
 import os
 import subprocess
 import sys
 
 import gin
+import numpy as np
 import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
+from official_seg.data import tfexample
+from official_seg.export import tflite_runner
 from official_seg.runtime import gin_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,3 +103,64 @@ class TinyDataTestCase(tf.test.TestCase):
     self.data_dir = self.create_tempdir().full_path
     write_tiny_dataset(self.data_dir, num_train=self.num_train,
                        num_val=self.num_val)
+
+
+def stand_in_labels(image):
+  """The stand-in .tflite's classes of uint8 [h, w, 3] pixels, in NumPy."""
+  return ((image[..., 0] > 127).astype(np.int64)
+          + 2 * (image[..., 1] > 127).astype(np.int64))
+
+
+def stand_in_confusion(data_dir, split, num_classes=4, ignore_label=255):
+  """The stand-in's confusion matrix over a split, by NumPy bincount.
+
+  Independent of the package's metrics: the expected value of the tests of
+  TFLite scoring.
+  """
+  expected = np.zeros((num_classes, num_classes), np.int64)
+  decoder = tfexample.Decoder()
+  files = sorted(tf.io.gfile.glob(tfexample.shard_pattern(data_dir, split)))
+  for record in tf.data.TFRecordDataset(files):
+    example = decoder.decode(record)
+    label = example['label'].numpy()[..., 0].astype(np.int64)
+    predicted = stand_in_labels(example['image'].numpy())
+    valid = label != ignore_label
+    expected += np.bincount(
+        label[valid] * num_classes + predicted[valid],
+        minlength=num_classes**2).reshape(num_classes, num_classes)
+  return expected
+
+
+def write_stand_in_tflite(path, input_size, metadata=None):
+  """A .tflite with --mode=export_tflite's inputs and outputs, no model.
+
+  Its label of a pixel inside 'size': 1 if red > 127, plus 2 if green >
+  127; beyond 'size' it writes 3, which a tool must never read.
+
+  Args:
+    path: str, the .tflite to write.
+    input_size: (H, W) of its 'image' input.
+    metadata: optional dict written as segmentation.json beside it.
+  """
+  height, width = input_size
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
+                                     name=tflite_runner.IMAGE_INPUT)
+    size = tf.compat.v1.placeholder(tf.int32, [2],
+                                    name=tflite_runner.SIZE_INPUT)
+    pixels = tf.cast(image, tf.int32)
+    labels = (tf.cast(pixels[..., 0] > 127, tf.int32)
+              + 2 * tf.cast(pixels[..., 1] > 127, tf.int32))
+    inside = tf.logical_and(tf.range(height)[:, None] < size[0],
+                            tf.range(width)[None, :] < size[1])
+    semantic = tf.identity(tf.where(inside[None], labels, 3),
+                           name=tflite_runner.SEMANTIC_OUTPUT)
+    content = tf.compat.v1.lite.TFLiteConverter.from_session(
+        session, [image, size], [semantic]).convert()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'wb') as f:
+    f.write(content)
+  if metadata is not None:
+    with open(os.path.join(os.path.dirname(path),
+                           tflite_runner.METADATA_FILE), 'w') as f:
+      json.dump(metadata, f)

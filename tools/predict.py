@@ -4,6 +4,9 @@
     --output_dir=/tmp/predictions
   python tools/predict.py --saved_model=runs/quickstart/export/best/1712345678 \
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val
+  python tools/predict.py \
+    --tflite=runs/quickstart/export/tflite/model_int8.tflite \
+    --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
 For each image <stem> it writes labels/<stem>.png (class ids, one channel),
 colored/<stem>.png and overlay/<stem>.png; with --label_dir also the mean and
@@ -26,11 +29,14 @@ from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.evaluation import visualize
 from official_seg.export import predictor
+from official_seg.export import tflite_runner
 
 flags.DEFINE_string('saved_model', None, 'A SavedModel directory from '
                     'train_and_eval (export/<timestamp>/).')
 flags.DEFINE_string('model_dir', None, 'A training model dir: its newest '
                     'export under <model_dir>/export/ is used.')
+flags.DEFINE_string('tflite', None, 'A .tflite of train_and_eval '
+                    '--mode=export_tflite, run with the TFLite interpreter.')
 flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.')
 flags.DEFINE_string('output_dir', None, 'Where to write the pictures.')
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
@@ -42,7 +48,7 @@ flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.')
 flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
                   '<stem>.png with Cityscapes label ids (test server format).')
 flags.mark_flags_as_required(['input', 'output_dir'])
-flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir'],
+flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir', 'tflite'],
                                      required=True)
 FLAGS = flags.FLAGS
 
@@ -105,9 +111,9 @@ def _dataset(metadata):
   """(class names, ignore label) for scoring, from the export's metadata."""
   if 'class_names' not in metadata:
     raise app.UsageError(
-        'The SavedModel has no assets.extra/segmentation.json with class '
-        'names; export it again with train_and_eval --mode=export to score '
-        'it with --label_dir.')
+        'The model has no segmentation.json with class names (in a '
+        'SavedModel\'s assets.extra/, beside a .tflite); export it again '
+        'with train_and_eval to score it with --label_dir.')
   return metadata['class_names'], metadata['ignore_label']
 
 
@@ -148,12 +154,19 @@ def _predict_all(model, stems, palette, dataset):
   return confusion
 
 
+def _load_model():
+  """(model, where it came from): a .tflite, or a SavedModel."""
+  if FLAGS.tflite:
+    return tflite_runner.TfliteModel(FLAGS.tflite), FLAGS.tflite
+  saved_model_dir = (FLAGS.saved_model or
+                     predictor.find_saved_model(FLAGS.model_dir))
+  return predictor.Predictor(saved_model_dir), saved_model_dir
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  saved_model_dir = (FLAGS.saved_model or
-                     predictor.find_saved_model(FLAGS.model_dir))
-  model = predictor.Predictor(saved_model_dir)
+  model, source = _load_model()
   metadata = model.metadata or {}
   dataset = _dataset(metadata) if FLAGS.label_dir else None
   stems = _stems(predictor.list_images(FLAGS.input))
@@ -162,7 +175,7 @@ def main(argv):
       ['label_ids'] if FLAGS.cityscapes_label_ids else [])
   for kind in kinds:
     os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
-  print(f'Predicting {len(stems)} images with {saved_model_dir}')
+  print(f'Predicting {len(stems)} images with {source}')
   confusion = _predict_all(model, stems, palette, dataset)
   if dataset:
     _report(confusion, dataset[0], len(stems), model.global_step)

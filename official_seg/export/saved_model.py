@@ -135,12 +135,13 @@ def serving_input_receiver_fn(parser):
   return receiver_fn
 
 
-def write_metadata(path, dataset):
+def write_metadata(path, dataset, extra=None):
   """Writes the dataset facts a client of the SavedModel needs, as JSON.
 
   Args:
     path: str, the file to write (whole).
     dataset: the `DatasetInfo` of the run.
+    extra: optional dict of more JSON fields.
 
   Returns:
     `path`, holding 'class_names', 'num_classes', 'ignore_label' and
@@ -149,7 +150,7 @@ def write_metadata(path, dataset):
   payload = {'class_names': list(dataset.class_names),
              'num_classes': dataset.num_classes,
              'ignore_label': dataset.ignore_label,
-             'palette': dataset.palette}
+             'palette': dataset.palette, **(extra or {})}
   # Evaluator and chief may write it at once: `write_whole` never shows a
   # reader half a file, on a local disk or an object store.
   storage.write_whole(path, json.dumps(payload, indent=2))

@@ -14,6 +14,7 @@ from official_seg.evaluation import eval_summaries
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import saved_model
+from official_seg.export import tflite
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
@@ -25,7 +26,8 @@ from official_seg.training import warm_start
 # the message alone, without a stack trace.
 USER_ERRORS = (OSError, warm_start.IncompatibleCheckpointError)
 
-MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export')
+MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export',
+         'export_tflite')
 
 
 def failed_check(error):
@@ -163,8 +165,9 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
   Args:
     mode: one of `MODES`.
     model_dir: str, where checkpoints, summaries and eval results go.
-    checkpoint_path: optional checkpoint for 'eval' and 'export' (a
-      SavedModel under <model_dir>/export/); default the latest.
+    checkpoint_path: optional checkpoint for 'eval', 'export' (a
+      SavedModel under <model_dir>/export/) and 'export_tflite' (.tflite
+      models under <model_dir>/export/tflite/); default the latest.
     tpu_address: optional `run_config.TpuAddress` of the TPU to run on.
     train_steps: int, the global step training stops at (macro TRAIN_STEPS);
       the continuous evaluator exits after evaluating it.
@@ -218,7 +221,20 @@ def _splits(dataset, mode):
   A training-only job checks the eval split too: the evaluator beside it
   would otherwise fail at its first checkpoint.
   """
-  return [] if mode == 'export' else [dataset.train_split, dataset.eval_split]
+  if mode in ('export', 'export_tflite'):
+    return []
+  return [dataset.train_split, dataset.eval_split]
+
+
+def _export_tflite(built, checkpoint_path):
+  """--mode=export_tflite; a kind it cannot export is a config error."""
+  try:
+    # quantized: whether the checkpoint is of a quantization-aware trained
+    # graph; float until the model_fn can build one.
+    tflite.tflite_export(_serving(built), built.eval_parser, quantized=False,
+                         checkpoint_path=checkpoint_path)
+  except tflite.KindError as error:
+    raise config_checks.ConfigurationError(str(error)) from error
 
 
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
@@ -233,5 +249,8 @@ def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
     return _continuous_eval(built, train_steps)
   if mode == 'export':
     saved_model.export_checkpoint(_serving(built), checkpoint_path)
+    return None
+  if mode == 'export_tflite':
+    _export_tflite(built, checkpoint_path)
     return None
   return _train_and_evaluate(built, train_steps, throttle_secs)

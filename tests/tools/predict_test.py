@@ -168,6 +168,27 @@ class PredictToolTest(tf.test.TestCase):
                                 'JPEG or PNG image'):
       self._run()
 
+  def test_tflite_writes_the_same_outputs(self):
+    path = os.path.join(self.model_dir, 'export', 'tflite', 'm.tflite')
+    testing_utils.write_stand_in_tflite(path, (32, 32), {
+        'class_names': CLASS_NAMES, 'num_classes': 4, 'ignore_label': 255,
+        'palette': 'synthetic', 'global_step': 9})
+    printed = self._run(model_dir=None, tflite=path, label_dir=self.label_dir)
+    palette = palettes.get_palette('synthetic')
+    confusion = np.zeros((4, 4), np.int64)
+    for stem, image in self.images.items():
+      predicted = expected_labels(image)
+      self.assertAllEqual(self._read('labels', stem), predicted)
+      self.assertAllEqual(self._read('colored', stem), palette[predicted])
+      self.assertAllEqual(self._read('overlay', stem), np.round(
+          0.5 * image + 0.5 * palette[predicted]).astype(np.uint8))
+      valid = self.labels[stem] != 255
+      np.add.at(confusion, (self.labels[stem][valid], predicted[valid]), 1)
+    metrics = json.load(open(os.path.join(self.output_dir, 'metrics.json')))
+    self.assertAllEqual(metrics['confusion_matrix'], confusion)
+    self.assertIn('Evaluation at step 9 (3 images)', printed)
+    self.assertIn(f'with {path}', printed)
+
   def test_missing_label_names_the_file(self):
     os.remove(os.path.join(self.label_dir, 'b.png'))
     with self.assertRaisesRegex(FileNotFoundError, 'labels/b.png'):

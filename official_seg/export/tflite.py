@@ -1,0 +1,189 @@
+"""TFLite export (--mode=export_tflite): the eval preprocessing and model, in five kinds."""
+
+import os
+
+import gin
+import tensorflow as tf
+
+from official_seg.data import storage
+from official_seg.export import saved_model
+from official_seg.export import tflite_runner
+
+TFLITE_DIR = 'tflite'
+# float32: as trained. float16: weights stored in float16. dynamic_range:
+# int8 weights, float activations. int8: full integer, calibrated on eval
+# images. qat_int8: a quantization-aware trained graph's own ranges.
+KINDS = ('float32', 'float16', 'dynamic_range', 'int8', 'qat_int8')
+
+
+def tflite_path(model_dir, kind):
+  """`<model_dir>/export/tflite/model_<kind>.tflite`."""
+  return os.path.join(model_dir, saved_model.EXPORT_DIR, TFLITE_DIR,
+                      f'model_{kind}.tflite')
+
+
+class KindError(ValueError):
+  """`tflite_export.kinds` asks for what cannot be exported; names it."""
+
+
+def check_kinds(kinds, quantized):
+  """Raises KindError, naming the binding, for kinds that cannot export.
+
+  Args:
+    kinds: the kinds asked for.
+    quantized: bool, whether the checkpoint is of a quantization-aware
+      trained graph.
+  """
+  if isinstance(kinds, str) or not kinds:
+    raise KindError(f'tflite_export.kinds={kinds!r} must be a non-empty '
+                     f'list of {KINDS}.')
+  unknown = [kind for kind in kinds if kind not in KINDS]
+  if unknown:
+    raise KindError(f'tflite_export.kinds has unknown kinds {unknown}; '
+                     f'expected some of {KINDS}.')
+  if 'qat_int8' in kinds and not quantized:
+    raise KindError(
+        "tflite_export.kinds asks for 'qat_int8', but the model is not "
+        'quantization-aware trained (ModelFnOptions.quantize_delay_step is '
+        "None); use 'int8' for a float model.")
+
+
+def _serving_graph(estimator, parser, input_size, probabilities):
+  """Builds the graph: uint8 image and size in, class ids out.
+
+  The eval parser normalizes the pixels (the same function evaluation and
+  the SavedModel use) and those beyond the image's size become 0, the
+  normalized mean pixel that the eval parser pads with.
+
+  Returns:
+    (inputs [image, size], outputs [semantic (, probabilities)], saver).
+  """
+  # TFLite wants one static input shape; the 'size' input says where the
+  # image lies in it, as the eval parser's padding does for a batch.
+  height, width = input_size
+  image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
+                                   name=tflite_runner.IMAGE_INPUT)
+  size = tf.compat.v1.placeholder(tf.int32, [2],
+                                  name=tflite_runner.SIZE_INPUT)
+  normalized = parser.normalize(tf.cast(image[0], tf.float32))
+  inside = tf.logical_and(tf.range(height)[:, None] < size[0],
+                          tf.range(width)[None, :] < size[1])
+  normalized *= tf.cast(inside, tf.float32)[:, :, None]
+  features = {'image': normalized[None], 'height': size[None, 0],
+              'width': size[None, 1], 'valid': tf.ones([1])}
+  spec = estimator.model_fn(features, None, tf.estimator.ModeKeys.PREDICT,
+                            estimator.config)
+  outputs = [tf.identity(spec.predictions['semantic'],
+                         name=tflite_runner.SEMANTIC_OUTPUT)]
+  if probabilities:
+    outputs.append(tf.identity(spec.predictions['probabilities'],
+                               name=tflite_runner.PROBABILITIES_OUTPUT))
+  # The model_fn's own saver when it has one (it may restore other values
+  # than the variables' own names say).
+  saver = spec.scaffold.saver if spec.scaffold else None
+  return [image, size], outputs, saver or tf.compat.v1.train.Saver()
+
+
+def calibration_inputs(dataset, input_size, resize_range, limit):
+  """The representative dataset of int8: eval-split images, as served.
+
+  Each image goes through `tflite_runner.fit_image` and then the model's
+  own eval preprocessing, never the training augmentation.
+
+  Returns:
+    A function of no arguments yielding [uint8 [1, H, W, 3], int32 [2]].
+  """
+  # Read now, eagerly: the converter calls it inside the export's graph.
+  samples = [list(tflite_runner.fit_image(image, input_size, resize_range))
+             for _, image, _ in tflite_runner.eval_examples(dataset, limit)]
+  return lambda: iter(samples)
+
+
+def _configure(converter, kind, representative_dataset):
+  """Sets the converter's optimizations for `kind`."""
+  if kind == 'float32':
+    return
+  converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  if kind == 'float16':
+    converter.target_spec.supported_types = [tf.float16]
+  elif kind == 'int8':
+    converter.representative_dataset = representative_dataset
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+  # dynamic_range: DEFAULT alone. qat_int8: DEFAULT on the fake-quant graph
+  # takes its ranges from the graph; it needs no representative dataset.
+
+
+def _convert(session, inputs, outputs, kind, representative_dataset):
+  converter = tf.compat.v1.lite.TFLiteConverter.from_session(
+      session, inputs, outputs)
+  _configure(converter, kind, representative_dataset)
+  return converter.convert()
+
+
+def _write(path, content):
+  storage.write_whole(path, content)
+
+
+@gin.configurable(denylist=['serving', 'parser', 'quantized',
+                            'checkpoint_path'])
+def tflite_export(serving, parser, quantized, checkpoint_path=None,
+                  kinds=('float32',), input_size=None, probabilities=False,
+                  calibration_images=100):
+  """Writes `<model_dir>/export/tflite/model_<kind>.tflite` for each kind.
+
+  Args:
+    serving: a `saved_model.Serving`; its estimator's model_fn builds the
+      model and its dataset gives the eval split and the metadata.
+    parser: the eval `preprocess.Parser`: the model's input preprocessing.
+    quantized: bool, the checkpoint is of a quantization-aware trained graph.
+    checkpoint_path: optional checkpoint; default the latest in model_dir.
+    kinds: some of `KINDS`.
+    input_size: (height, width) of the model input; default the eval crop.
+    probabilities: bool, also output the class probabilities.
+    calibration_images: int, eval-split images that calibrate int8.
+
+  Returns:
+    A dict of kind to the path written.
+
+  Raises:
+    KindError: an unknown kind, or 'qat_int8' of a float model.
+    FileNotFoundError: model_dir holds no checkpoint and none was given.
+  """
+  check_kinds(kinds, quantized)
+  estimator = serving.estimator
+  checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
+  if not checkpoint_path:
+    raise FileNotFoundError(
+        f'No checkpoint to export in {estimator.model_dir}; train first or '
+        'pass --checkpoint.')
+  input_size = tuple(int(v) for v in (input_size or parser.crop_size))
+  representative = (calibration_inputs(serving.dataset, input_size,
+                                       parser.resize_range, calibration_images)
+                    if 'int8' in kinds else None)
+  written = {}
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    inputs, outputs, saver = _serving_graph(estimator, parser, input_size,
+                                            probabilities)
+    saver.restore(session, checkpoint_path)
+    for kind in kinds:
+      tf.compat.v1.logging.info('Converting %s to TFLite %s.',
+                                checkpoint_path, kind)
+      written[kind] = tflite_path(estimator.model_dir, kind)
+      _write(written[kind],
+             _convert(session, inputs, outputs, kind, representative))
+      tf.compat.v1.logging.info('Wrote %s.', written[kind])
+  _write_metadata(estimator.model_dir, serving.dataset, checkpoint_path,
+                  parser.resize_range)
+  return written
+
+
+def _write_metadata(model_dir, dataset, checkpoint_path, resize_range):
+  """segmentation.json beside the models: the dataset, step and resize."""
+  path = os.path.join(os.path.dirname(tflite_path(model_dir, 'float32')),
+                      tflite_runner.METADATA_FILE)
+  reader = tf.train.load_checkpoint(checkpoint_path)
+  step = (int(reader.get_tensor('global_step'))
+          if reader.has_tensor('global_step') else None)
+  return saved_model.write_metadata(
+      path, dataset, {'checkpoint': checkpoint_path, 'global_step': step,
+                      'resize_range': list(resize_range)})

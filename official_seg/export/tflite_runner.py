@@ -1,0 +1,254 @@
+"""Runs an exported .tflite: fits an image to its input, maps labels back.
+
+The model's layout (written by `tflite.tflite_export`):
+- input 'image' uint8 [1, H, W, 3], RGB; the image sits in the top-left
+  corner, anything may fill the rest;
+- input 'size' int32 [2], (h, w) of the image inside 'image';
+- output 'semantic' int32 [1, H, W], class ids; only the top-left (h, w) are
+  the image's; optionally 'probabilities' float32 [1, H, W, C].
+Inside, pixels are normalized by the eval `Parser` and those beyond (h, w)
+set to 0 (the mean pixel), exactly the eval parser's padding.
+
+`fit_image` puts an image of any size into that input and
+`labels_at_original_size` maps the labels back; `TfliteModel` does both, so
+every tool treats an image the same way.
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import image_ops
+from official_seg.data import input_fn as input_lib
+from official_seg.data import tfexample
+from official_seg.evaluation import metrics
+from official_seg.evaluation import results
+from official_seg.export import signatures
+
+IMAGE_INPUT = 'image'
+SIZE_INPUT = 'size'
+SEMANTIC_OUTPUT = 'semantic'
+PROBABILITIES_OUTPUT = 'probabilities'
+# Beside the .tflite files: what a client needs to read their label maps
+# (see `saved_model.write_metadata`).
+METADATA_FILE = 'segmentation.json'
+
+
+def fitted_size(size, input_size, resize_range=(None, None, None)):
+  """The size an image takes inside the model input.
+
+  First the eval `Parser`'s DeepLab resize when it has one (see
+  `image_ops.resize_to_range_size`); then, if the result is larger than the
+  input, it is scaled down, keeping its aspect ratio, to fit.
+
+  Args:
+    size: (height, width) of the decoded image.
+    input_size: (H, W) of the model input.
+    resize_range: the parser's (min_resize_value, max_resize_value,
+      resize_factor); None values when it does not resize.
+
+  Returns:
+    (h, w) ints, at most (H, W).
+  """
+  height, width = size
+  if resize_range[0] is not None:
+    height, width = (int(v) for v in image_ops.resize_to_range_size(
+        height, width, *resize_range).numpy())
+  scale = min(1.0, input_size[0] / height, input_size[1] / width)
+  if scale < 1.0:
+    height = max(1, min(input_size[0], int(height * scale)))
+    width = max(1, min(input_size[1], int(width * scale)))
+  return height, width
+
+
+def fit_image(image, input_size, resize_range=(None, None, None)):
+  """Puts a decoded image into the model input.
+
+  An image that keeps its size is copied unchanged into the top-left
+  corner, the rest left 0: then the model sees exactly the eval parser's
+  input. Otherwise (see `fitted_size`) it is resized first, bilinearly with
+  aligned corners as DeepLab resizes, and rounded to uint8.
+
+  Args:
+    image: uint8 [h, w, 3], RGB.
+    input_size: (H, W) of the model input.
+    resize_range: see `fitted_size`.
+
+  Returns:
+    (uint8 [1, H, W, 3], int32 [2] the size of the image inside it).
+  """
+  image = np.asarray(image, np.uint8)
+  size = fitted_size(image.shape[:2], input_size, resize_range)
+  if size != image.shape[:2]:
+    resized = tf.compat.v1.image.resize_bilinear(
+        image[None].astype(np.float32), size, align_corners=True)[0]
+    image = np.clip(np.round(resized.numpy()), 0, 255).astype(np.uint8)
+  canvas = np.zeros((1,) + tuple(input_size) + (3,), np.uint8)
+  canvas[0, :size[0], :size[1]] = image
+  return canvas, np.array(size, np.int32)
+
+
+def labels_at_original_size(semantic, size, original_size):
+  """The image's labels cut from the model output, at its decoded size.
+
+  The SavedModel's own `signatures.labels_at_original_size`: the (h, w)
+  top-left labels, resized back with nearest neighbours and aligned corners
+  when the image was resized.
+
+  Args:
+    semantic: int [1, H, W] or [H, W], the model's 'semantic' output.
+    size: (h, w) of the image inside the input, from `fit_image`.
+    original_size: (height, width) of the decoded image.
+
+  Returns:
+    int32 [height, width] NumPy array.
+  """
+  semantic = np.asarray(semantic, np.int32).reshape(np.shape(semantic)[-2:])
+  labels = signatures.labels_at_original_size(
+      semantic[None], np.asarray(size, np.int32)[None],
+      np.asarray(original_size, np.int32)[None])
+  return labels.numpy()[0]
+
+
+def read_metadata(tflite_path):
+  """segmentation.json beside the model, or None when missing."""
+  path = os.path.join(os.path.dirname(tflite_path), METADATA_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+class TfliteModel:
+  """Label maps of decoded images from a .tflite of `tflite.tflite_export`."""
+
+  def __init__(self, path, num_threads=None):
+    """Loads the model into the TFLite interpreter.
+
+    The eval parser's resize (see `fitted_size`) is read from the metadata
+    beside the model, which the export writes.
+
+    Args:
+      path: str, the .tflite file.
+      num_threads: int, interpreter threads; default the CPU cores.
+
+    Raises:
+      FileNotFoundError: `path` does not exist.
+      ValueError: the model lacks the 'image' and 'size' inputs.
+    """
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f'No TFLite model {path}; write one with '
+                              'train_and_eval --mode=export_tflite.')
+    self.path = path
+    self.metadata = read_metadata(path)
+    self.resize_range = tuple(
+        (self.metadata or {}).get('resize_range') or (None, None, None))
+    # Read through gfile: the model may sit in a model dir on an object store.
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      content = f.read()
+    self._interpreter = tf.lite.Interpreter(
+        model_content=content, num_threads=num_threads or os.cpu_count())
+    self._interpreter.allocate_tensors()
+    inputs = {d['name']: d for d in self._interpreter.get_input_details()}
+    if set(inputs) != {IMAGE_INPUT, SIZE_INPUT}:
+      raise ValueError(f'{path} has inputs {sorted(inputs)}, not '
+                       f'{[IMAGE_INPUT, SIZE_INPUT]}; it is not a model of '
+                       'train_and_eval --mode=export_tflite.')
+    self._image = inputs[IMAGE_INPUT]['index']
+    self._size = inputs[SIZE_INPUT]['index']
+    self.input_size = tuple(int(v) for v in inputs[IMAGE_INPUT]['shape'][1:3])
+    outputs = {d['name']: d['index']
+               for d in self._interpreter.get_output_details()}
+    self._semantic = outputs[SEMANTIC_OUTPUT]
+    self.seconds = []  # Interpreter time of each call.
+
+  @property
+  def size_bytes(self):
+    return os.path.getsize(self.path)
+
+  @property
+  def global_step(self):
+    """The exported checkpoint's step, from the metadata; None if unknown."""
+    return (self.metadata or {}).get('global_step')
+
+  def run(self, image, size):
+    """The 'semantic' output of a fitted input (see `fit_image`)."""
+    self._interpreter.set_tensor(self._image, image)
+    self._interpreter.set_tensor(self._size, size)
+    start = time.perf_counter()
+    self._interpreter.invoke()
+    self.seconds.append(time.perf_counter() - start)
+    return self._interpreter.get_tensor(self._semantic)
+
+  def predict(self, image):
+    """int32 [h, w] class ids of a decoded uint8 [h, w, 3] image."""
+    fitted, size = fit_image(image, self.input_size, self.resize_range)
+    return labels_at_original_size(self.run(fitted, size), size,
+                                   np.shape(image)[:2])
+
+  def __call__(self, encoded, name='input'):
+    """Predicts encoded JPEG or PNG bytes, as `predictor.Predictor` does.
+
+    Raises:
+      ValueError: the bytes are not a JPEG or PNG image; names `name`.
+    """
+    if not (tf.io.is_jpeg(encoded) or tfexample.is_png(encoded)):
+      raise ValueError(f'{name}: not a JPEG or PNG image.')
+    return self.predict(tfexample.decode_rgb(encoded).numpy())
+
+
+def eval_examples(dataset, limit=None):
+  """Decoded examples of the dataset's eval split, in shard order.
+
+  Args:
+    dataset: a `DatasetInfo`.
+    limit: optional int, at most this many.
+
+  Yields:
+    (filename str, image uint8 [h, w, 3], label uint8 [h, w]) NumPy.
+
+  Raises:
+    FileNotFoundError: the split has no shards; names DATA_DIR.
+  """
+  files = input_lib.list_shards(dataset.data_dir, dataset.eval_split)
+  records = tf.data.TFRecordDataset(files).map(tfexample.Decoder().decode)
+  if limit is not None:
+    records = records.take(limit)
+  for example in records.as_numpy_iterator():
+    yield (example['filename'].decode('utf-8'), example['image'],
+           example['label'][..., 0])
+
+
+def evaluate(model, dataset, limit=None):
+  """Scores a `TfliteModel` on the eval split as the evaluator scores.
+
+  Each image's labels are compared at its decoded size, through
+  `metrics.confusion_matrix` (the evaluator's confusion-matrix op, with its
+  ignore handling) and summed into one record.
+
+  Args:
+    model: a `TfliteModel`.
+    dataset: the `DatasetInfo` whose eval split is scored.
+    limit: optional int, score at most this many images.
+
+  Returns:
+    (record, confusion): the `results.record_from_confusion` record, with
+    'model_bytes' and 'latency_ms' (median interpreter time per image, the
+    first call left out: it allocates), and the int64 [C, C] matrix.
+  """
+  confusion = np.zeros([dataset.num_classes] * 2, np.int64)
+  count = 0
+  for _, image, label in eval_examples(dataset, limit):
+    confusion += metrics.confusion_matrix(label, model.predict(image),
+                                          dataset.num_classes,
+                                          dataset.ignore_label)
+    count += 1
+  record = results.record_from_confusion(confusion, dataset.class_names,
+                                         count, model.global_step)
+  timed = model.seconds[1:] or model.seconds
+  record.update(model_bytes=model.size_bytes,
+                latency_ms=float(np.median(timed)) * 1000.0 if timed else None)
+  return record, confusion

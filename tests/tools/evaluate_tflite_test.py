@@ -1,0 +1,51 @@
+"""tools/evaluate_tflite.py on tiny shards, with a stand-in .tflite."""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+
+from absl.testing import flagsaver
+import numpy as np
+import tensorflow as tf
+
+from tests import testing_utils
+
+_TOOL = os.path.join(testing_utils.REPO, 'tools', 'evaluate_tflite.py')
+_SPEC = importlib.util.spec_from_file_location('evaluate_tflite_tool', _TOOL)
+evaluate_tool = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(evaluate_tool)
+
+
+class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase):
+
+  def test_reports_the_numpy_mean_iou_latency_and_size(self):
+    root = self.create_tempdir().full_path
+    model = os.path.join(root, 'model_int8.tflite')
+    testing_utils.write_stand_in_tflite(model, (41, 41), {'global_step': 3})
+    output = os.path.join(root, 'record.json')
+    stdout = io.StringIO()
+    with flagsaver.flagsaver(
+        model=model, gin_file=['experiments/quickstart.gin'],
+        gin_param=[f"DATA_DIR = '{self.data_dir}'"], output_json=output,
+        num_threads=1), contextlib.redirect_stdout(stdout):
+      evaluate_tool.main(['evaluate_tflite'])
+    expected = testing_utils.stand_in_confusion(self.data_dir, 'val')
+    union = expected.sum(0) + expected.sum(1) - np.diag(expected)
+    present = union > 0
+    self.assertGreater(present.sum(), 1, 'a vacuous comparison')
+    mean_iou = (np.diag(expected)[present] / union[present]).mean()
+    with open(output) as f:
+      record = json.load(f)
+    self.assertAllClose(record['mean_iou'], mean_iou)
+    self.assertEqual(record['num_images'], self.num_val)
+    self.assertEqual(record['model_bytes'], os.path.getsize(model))
+    printed = stdout.getvalue()
+    self.assertRegex(printed, rf'mean IoU\s+{mean_iou:.4f}')
+    self.assertIn(f'model size: {os.path.getsize(model)} bytes', printed)
+    self.assertRegex(printed, r'latency: \d+\.\d\d ms per image')
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,59 @@
+"""Scores a .tflite of --mode=export_tflite on the eval split with the TFLite interpreter.
+
+  python tools/evaluate_tflite.py \
+    --model=runs/quickstart/export/tflite/model_int8.tflite \
+    --gin_file=gin/experiments/quickstart.gin
+
+Prints mean IoU, per-class IoU and pixel accuracy at each image's decoded
+size (as the evaluator computes them), the median interpreter latency per
+image and the model's size; --output_json also saves them.
+"""
+
+import json
+import os
+
+from absl import app
+from absl import flags
+
+from official_seg.data import dataset_info
+from official_seg.evaluation import results
+from official_seg.export import tflite_runner
+from official_seg.runtime import gin_config
+
+flags.DEFINE_string('model', None, 'A .tflite of train_and_eval '
+                    '--mode=export_tflite.')
+flags.DEFINE_multi_string('gin_file', [], 'The gin files of the run: they '
+                          'name the dataset and its eval split.')
+flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
+                     'CPU cores.')
+flags.DEFINE_integer('max_images', None, 'Score at most this many images.')
+flags.DEFINE_string('output_json', None, 'Also write the record here.')
+flags.mark_flag_as_required('model')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.gin_file:
+    raise app.UsageError('Give the gin files of the run, e.g. '
+                         '--gin_file=gin/experiments/quickstart.gin')
+  gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
+  dataset = dataset_info.DatasetInfo()
+  model = tflite_runner.TfliteModel(FLAGS.model, FLAGS.num_threads)
+  print(f'Scoring {FLAGS.model} on {dataset.data_dir} '
+        f'split {dataset.eval_split!r}')
+  record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images)
+  print(results.format_table(record))
+  print(f'model size: {record["model_bytes"]} bytes; latency: '
+        f'{record["latency_ms"]:.2f} ms per image (median)')
+  if FLAGS.output_json:
+    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)),
+                exist_ok=True)
+    with open(FLAGS.output_json, 'w') as f:
+      json.dump(record, f, indent=2)
+
+
+if __name__ == '__main__':
+  app.run(main)

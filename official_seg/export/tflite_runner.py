@@ -167,7 +167,7 @@ class TfliteModel:
 
   @property
   def size_bytes(self):
-    return os.path.getsize(self.path)
+    return tf.io.gfile.stat(self.path).length
 
   @property
   def global_step(self):

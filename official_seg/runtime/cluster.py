@@ -4,6 +4,8 @@ import time
 
 import tensorflow as tf
 
+from official_seg.runtime import preemption
+
 # TF's older 'master' job is not supported: its Estimator task also evaluates.
 TRAINERS = ('chief', 'worker')
 # Each parameter server holds one queue; every trainer puts one token in it
@@ -264,7 +266,9 @@ def train(estimator, train_input_fn, eval_input_fn, train_steps, chief_hooks):
     train_steps: int, the global step training stops at.
     chief_hooks: list of `SessionRunHook`s run on the chief only.
   """
-  hooks = list(chief_hooks) if is_chief() else []
+  # Other trainers write no checkpoints: preempted, they just stop.
+  hooks = list(chief_hooks) if is_chief() else [
+      preemption.SaveOnPreemptionHook(estimator.model_dir, save=False)]
   spec = cluster_spec()
   if 'ps' in spec.jobs and not is_chief():
     _wait_for_chief(estimator.model_dir)

@@ -15,6 +15,7 @@ from official_seg.export import saved_model
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import preemption
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
 
@@ -48,6 +49,12 @@ def _config_saver_hooks(estimator):
     return []
   return [gin.tf.GinConfigSaverHook(estimator.model_dir,
                                     summarize_config=True)]
+
+
+def _train_hooks(estimator):
+  """The chief's hooks: the gin config, and a save when preempted."""
+  return _config_saver_hooks(estimator) + [
+      preemption.SaveOnPreemptionHook(estimator.model_dir)]
 
 
 def _serving(built):
@@ -89,10 +96,12 @@ def _last_record(estimator):
 def _evaluate(built, checkpoint_path):
   """Evaluates one checkpoint over the whole split and records it."""
   timer = results.EvalTimer()
-  eval_result = built.estimator.evaluate(
-      built.eval_input_fn, steps=None, hooks=[timer],
-      checkpoint_path=checkpoint_path)
-  return _record(built, timer, eval_result, checkpoint_path)
+  with preemption.deferred():  # A record is written whole or not at all.
+    eval_result = built.estimator.evaluate(
+        built.eval_input_fn, steps=None,
+        hooks=[timer, preemption.AbandonOnPreemptionHook()],
+        checkpoint_path=checkpoint_path)
+    return _record(built, timer, eval_result, checkpoint_path)
 
 
 def _eval_latest(built, checkpoint_path):
@@ -117,14 +126,16 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
   timer = results.EvalTimer()
   train_spec = tf.estimator.TrainSpec(
       built.train_input_fn, max_steps=train_steps,
-      hooks=_config_saver_hooks(estimator))
+      hooks=_train_hooks(estimator))
   eval_spec = tf.estimator.EvalSpec(
       built.eval_input_fn, steps=None, start_delay_secs=0,
-      throttle_secs=throttle_secs, hooks=[timer],
+      throttle_secs=throttle_secs,
+      hooks=[timer, preemption.AbandonOnPreemptionHook()],
       exporters=[results.MetricsExporter(
           functools.partial(_record, built, timer))]
       + saved_model.make_exporters(_serving(built)))
-  tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+  with preemption.deferred():
+    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   # Kept checkpoints that the throttle or a crash of an earlier run left
   # unevaluated: metrics.jsonl ends with every kept checkpoint, once.
   continuous.evaluate_pending(
@@ -174,9 +185,10 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
                            _splits(built.dataset, mode))
   try:
     if role == 'trainer':
-      return cluster.train(built.estimator, built.train_input_fn,
-                           built.eval_input_fn, train_steps,
-                           _config_saver_hooks(built.estimator))
+      with preemption.deferred():
+        return cluster.train(built.estimator, built.train_input_fn,
+                             built.eval_input_fn, train_steps,
+                             _train_hooks(built.estimator))
     return _run_mode(mode, built, checkpoint_path, train_steps,
                      throttle_secs)
   except tf.errors.DataLossError as error:
@@ -207,8 +219,9 @@ def _splits(dataset, mode):
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
   """Runs `mode` on a built estimator; see `run`."""
   if mode == 'train':
-    built.estimator.train(built.train_input_fn, max_steps=train_steps,
-                          hooks=_config_saver_hooks(built.estimator))
+    with preemption.deferred():
+      built.estimator.train(built.train_input_fn, max_steps=train_steps,
+                            hooks=_train_hooks(built.estimator))
     return None
   if mode == 'eval':
     return _eval_latest(built, checkpoint_path)

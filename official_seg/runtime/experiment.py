@@ -118,7 +118,14 @@ def _continuous_eval(built, train_steps):
   continuous.continuous_eval(
       functools.partial(_evaluate, built), estimator.model_dir,
       estimator.eval_dir(), final_step=train_steps)
-  return _last_record(estimator)
+  record = _last_record(estimator)
+  if not record or record['global_step'] < train_steps:
+    # The evaluator's timeout ended the wait before the final step.
+    raise TimeoutError(
+        f'No checkpoint of step {train_steps} (TRAIN_STEPS) in '
+        f'{estimator.model_dir} before continuous_eval.timeout_secs; the '
+        'evaluator stops without it. Evaluate it later with --mode=eval.')
+  return record
 
 
 def _train_and_evaluate(built, train_steps, throttle_secs):

@@ -1,31 +1,4 @@
-"""Preemption: SIGTERM saves the current step or abandons an evaluation, then exits 143.
-
-Cluster managers announce a preemption with SIGTERM and kill the process
-some seconds later. The handler here only sets a flag: a training step or an
-evaluation batch in progress is left to finish, then
-
-- the trainer's `SaveOnPreemptionHook` saves a checkpoint at the current
-  global step with the Estimator's own saver and raises `Preempted`;
-- the evaluator's `AbandonOnPreemptionHook` raises `Preempted` before the
-  evaluation's metrics exist, so no record of it is written; a record being
-  written is finished first.
-
-Both run inside `deferred()`; anywhere else (an evaluator or a parameter
-server waiting, an export) the handler raises `Preempted` at once.
-
-Raising out of `after_run` makes `MonitoredSession` close without calling
-the hooks' `end()`, so neither the CheckpointSaverHook's final save (done
-here already) nor the final evaluation of `train_and_evaluate` (which could
-outlast the grace period) runs. The binary logs `Preempted` and exits with
-`EXIT_STATUS`.
-
-Written by hand: tf.estimator has no SIGTERM handling, and
-`tf.distribute.experimental.PreemptionCheckpointHandler` wraps each step of
-a TF2 custom loop (`handler.run(train_fn)`) and saves a `tf.train.Checkpoint`
-through a `CheckpointManager`; Estimator's steps run inside its own
-`MonitoredSession`, whose graph, variables and `Saver` that handler cannot
-reach.
-"""
+"""SIGTERM: the trainer saves its current step, the evaluator abandons; both exit 143."""
 
 import contextlib
 import os
@@ -33,6 +6,32 @@ import signal
 import threading
 
 import tensorflow as tf
+
+# Cluster managers announce a preemption with SIGTERM and kill the process
+# some seconds later. The handler here only sets a flag: a training step or an
+# evaluation batch in progress is left to finish, then
+#
+# - the trainer's `SaveOnPreemptionHook` saves a checkpoint at the current
+#   global step with the Estimator's own saver and raises `Preempted`;
+# - the evaluator's `AbandonOnPreemptionHook` raises `Preempted` before the
+#   evaluation's metrics exist, so no record of it is written; a record being
+#   written is finished first.
+#
+# Both run inside `deferred()`; anywhere else (an evaluator or a parameter
+# server waiting, an export) the handler raises `Preempted` at once.
+#
+# Raising out of `after_run` makes `MonitoredSession` close without calling
+# the hooks' `end()`, so neither the CheckpointSaverHook's final save (done
+# here already) nor the final evaluation of `train_and_evaluate` (which could
+# outlast the grace period) runs. The binary logs `Preempted` and exits with
+# `EXIT_STATUS`.
+#
+# Written by hand: tf.estimator has no SIGTERM handling, and
+# `tf.distribute.experimental.PreemptionCheckpointHandler` wraps each step of
+# a TF2 custom loop (`handler.run(train_fn)`) and saves a `tf.train.Checkpoint`
+# through a `CheckpointManager`; Estimator's steps run inside its own
+# `MonitoredSession`, whose graph, variables and `Saver` that handler cannot
+# reach.
 
 # 128 + SIGTERM, the status a shell reports for a process SIGTERM ended:
 # wrappers that treat "terminated" as "preempted, restart me" keep working.

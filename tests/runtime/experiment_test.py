@@ -75,7 +75,7 @@ class EvaluationTest(tf.test.TestCase):
 
   def test_estimator_and_tpu_estimator_agree(self):
     plain, _, _ = self._evaluate()
-    tpu, estimator, _ = self._evaluate(['build_estimator.use_tpu_estimator = True'])
+    tpu, estimator, _ = self._evaluate(['USE_TPU_ESTIMATOR = True'])
     self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
     for key in ('mean_iou', 'pixel_accuracy', 'num_images', 'iou/background',
                 'iou/disk', 'iou/box', 'iou/triangle', 'confusion_matrix'):
@@ -118,6 +118,21 @@ class EvaluationTest(tf.test.TestCase):
     self.assertGreater(record['images_per_second'], 0)
     with open(os.path.join(eval_model_dir, 'best', 'best.json')) as f:
       self.assertGreaterEqual(json.load(f)['mean_iou'], record['mean_iou'])
+
+
+class EvaluatorTimeoutTest(tf.test.TestCase):
+
+  def test_evaluator_that_never_sees_the_last_step_says_so_and_exits_1(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(data_dir, num_train=2, num_val=2)
+    model_dir = self.create_tempdir().full_path
+    waited = testing_utils.run_binary(
+        model_dir, testing_utils.tiny_bindings(data_dir, 3, extra=[
+            'continuous_eval.timeout_secs = 1',
+            'continuous_eval.min_interval_secs = 0']), mode='continuous_eval')
+    self.assertEqual(waited.returncode, 1, waited.stderr[-3000:])
+    self.assertIn(f'Error: No checkpoint of step 3 (TRAIN_STEPS) in {model_dir}'
+                  ' before continuous_eval.timeout_secs', waited.stderr)
 
 
 if __name__ == '__main__':

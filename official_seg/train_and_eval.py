@@ -14,6 +14,7 @@ from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.runtime import preemption
 from official_seg.runtime import run_config
 
 FLAGS = flags.FLAGS
@@ -100,6 +101,14 @@ def _dry_run_or_exit():
     sys.exit(1)
 
 
+def _exit_preempted(preempted):
+  """Exits with `preemption.EXIT_STATUS`: rerunning the command resumes."""
+  logging.warning('Preempted: %s Exiting with status %d; run the same '
+                  'command again to resume.', preempted,
+                  preemption.EXIT_STATUS)
+  sys.exit(preemption.EXIT_STATUS)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -117,11 +126,14 @@ def main(argv):
     _dry_run_or_exit()
     return
   _model_dir_or_exit()
+  preemption.install()
   try:
     record = experiment.run(
         FLAGS.mode, FLAGS.model_dir, checkpoint_path=FLAGS.checkpoint,
         tpu_address=run_config.TpuAddress(FLAGS.tpu, FLAGS.tpu_zone,
                                           FLAGS.gcp_project))
+  except preemption.Preempted as preempted:
+    _exit_preempted(preempted)
   except config_checks.ConfigurationError as error:
     _exit_invalid(error)
   except experiment.USER_ERRORS as error:

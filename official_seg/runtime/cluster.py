@@ -1,8 +1,17 @@
 """Cluster roles from TF_CONFIG: trainers, parameter servers and the evaluator."""
 
+# Only what RunConfig and the strategies do not do: a task's role is needed
+# before any RunConfig exists (the strategy is built by trainers only, a
+# parameter server serves instead of building an estimator); and the
+# parameter-server platform's start and shutdown, which TensorFlow leaves to
+# `server.join()` (never returning). Device filters, the chief flag and the
+# replica counts of a running estimator are RunConfig's.
+
 import time
 
 import tensorflow as tf
+
+from official_seg.runtime import preemption
 
 # TF's older 'master' job is not supported: its Estimator task also evaluates.
 TRAINERS = ('chief', 'worker')
@@ -30,6 +39,10 @@ def _resolver():
 
 def task():
   """This process's (task type, task index) in TF_CONFIG.
+
+  Read here rather than from a RunConfig: the RunConfig is built after the
+  role is known (see the module docstring), and its errors for a task
+  outside the cluster do not name TF_CONFIG.
 
   Returns:
     (str, int), or (None, None) when TF_CONFIG names no cluster.
@@ -112,6 +125,9 @@ def role(mode):
 def check(uses_strategy):
   """Raises ValueError if TF_CONFIG's jobs do not suit the platform's strategy.
 
+  Neither RunConfig nor the strategies object: several trainers without
+  either would silently train models of their own.
+
   Args:
     uses_strategy: bool, `build_run_config.train_distribute` is set.
   """
@@ -157,32 +173,26 @@ def parameter_server_input_context(run_config):
       num_replicas_in_sync=1)
 
 
-def session_config():
-  """The session config of a parameter-server trainer, or None.
-
-  Estimator's RunConfig gives between-graph trainers device filters (only
-  the parameter servers and the task itself), but TPU's RunConfig, which
-  `build_run_config` returns for both estimators, leaves them out; without
-  them a trainer's session waits for every task of the cluster, finished or
-  not started.
-  """
-  task_type, index = task()
-  if task_type not in TRAINERS or 'ps' not in cluster_spec().jobs:
-    return None
-  return tf.compat.v1.ConfigProto(
-      allow_soft_placement=True,
-      device_filters=['/job:ps', f'/job:{task_type}/task:{index}'])
-
-
 def _wait_for_chief(model_dir):
   """Lets a parameter-server worker start once the chief has initialised.
 
   The chief initialises the variables and then saves its first checkpoint;
-  a worker whose session looks earlier sleeps 30 s before looking again.
+  a worker whose session looks earlier sleeps 30 s before looking again
+  (Estimator's `experimental_max_worker_delay_secs` only staggers starts).
+
+  Raises:
+    TimeoutError: no checkpoint came within `_CHIEF_WAIT_SECS`; the binary
+      prints the message and exits 1.
   """
+  tf.compat.v1.logging.info('Waiting up to %d s for the chief\'s first '
+                            'checkpoint in %s.', _CHIEF_WAIT_SECS, model_dir)
   deadline = time.monotonic() + _CHIEF_WAIT_SECS
-  while (not tf.train.latest_checkpoint(model_dir)
-         and time.monotonic() < deadline):
+  while not tf.train.latest_checkpoint(model_dir):
+    if time.monotonic() >= deadline:
+      raise TimeoutError(
+          f'No checkpoint from the chief in {model_dir} after '
+          f'{_CHIEF_WAIT_SECS} s; this worker did not train. Check the '
+          'chief\'s log, and that every task has the same --model_dir.')
     time.sleep(1)
 
 
@@ -224,7 +234,11 @@ def serve_parameters():
 
 
 def _signal_done(spec):
-  """Tells every parameter server that this trainer has finished."""
+  """Tells every parameter server that this trainer has finished.
+
+  A parameter server that is gone is logged and skipped: training itself
+  has finished, and its checkpoints are saved.
+  """
   trainers = num_trainers(spec)
   for index, address in enumerate(spec.job_tasks('ps')):
     with tf.Graph().as_default():
@@ -264,7 +278,9 @@ def train(estimator, train_input_fn, eval_input_fn, train_steps, chief_hooks):
     train_steps: int, the global step training stops at.
     chief_hooks: list of `SessionRunHook`s run on the chief only.
   """
-  hooks = list(chief_hooks) if is_chief() else []
+  # Other trainers write no checkpoints: preempted, they just stop.
+  hooks = list(chief_hooks) if is_chief() else [
+      preemption.SaveOnPreemptionHook(estimator.model_dir, save=False)]
   spec = cluster_spec()
   if 'ps' in spec.jobs and not is_chief():
     _wait_for_chief(estimator.model_dir)

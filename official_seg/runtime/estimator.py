@@ -47,7 +47,7 @@ def num_replicas(run_config):
   Asynchronous parameter-server workers each apply their own updates, so one
   step's batch belongs to one worker.
   """
-  if run_config.cluster:
+  if getattr(run_config, 'cluster', None):  # A TPU RunConfig naming a TPU.
     return run_config.tpu_config.num_shards
   strategy = run_config.train_distribute
   return strategy.num_replicas_in_sync if strategy else 1
@@ -120,6 +120,11 @@ def build_estimator(run_config,
   train_fn = input_lib.make_input_fn(dataset, True)
   eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
+  if use_tpu_estimator != isinstance(run_config, tpu_estimator.tpu.RunConfig):
+    raise ValueError(
+        f'build_estimator.use_tpu_estimator = {use_tpu_estimator} does not '
+        'match the run config; set the macro USE_TPU_ESTIMATOR, which binds '
+        'both (gin/platforms/tpu.gin sets it to True).')
   if use_tpu_estimator:
     if replicas:  # On a TPU, known only when num_shards is bound.
       per_replica_batch_size(train_batch_size, replicas,
@@ -131,9 +136,6 @@ def build_estimator(run_config,
         eval_batch_size)
     return Built(estimator, train_fn, eval_fn, dataset, eval_parser,
                  _serving_estimator(model_fn, run_config), model_fn)
-  if run_config.cluster:
-    raise ValueError('--tpu names a TPU, but build_estimator.use_tpu_estimator '
-                     'is False; add --gin_file=gin/platforms/tpu.gin.')
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')

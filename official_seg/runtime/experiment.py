@@ -18,6 +18,7 @@ from official_seg.export import tflite
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import preemption
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import hooks as training_hooks
 from official_seg.training import warm_start
@@ -59,6 +60,12 @@ def _training_hooks(estimator):
   return hooks + [gin.tf.GinConfigSaverHook(estimator.model_dir,
                                             summarize_config=True)
                  ] + training_hooks.profile_hooks(estimator.model_dir)
+
+
+def _train_hooks(estimator):
+  """A trainer's hooks (`_training_hooks`) and its save when preempted."""
+  return _training_hooks(estimator) + [
+      preemption.SaveOnPreemptionHook(estimator.model_dir)]
 
 
 def _serving(built):
@@ -105,10 +112,12 @@ def _last_record(estimator):
 def _evaluate(built, checkpoint_path):
   """Evaluates one checkpoint over the whole split and records it."""
   timer = results.EvalTimer()
-  eval_result = built.estimator.evaluate(
-      built.eval_input_fn, steps=None, hooks=[timer],
-      checkpoint_path=checkpoint_path)
-  return _record(built, timer, eval_result, checkpoint_path)
+  with preemption.deferred():  # A record is written whole or not at all.
+    eval_result = built.estimator.evaluate(
+        built.eval_input_fn, steps=None,
+        hooks=[timer, preemption.AbandonOnPreemptionHook()],
+        checkpoint_path=checkpoint_path)
+    return _record(built, timer, eval_result, checkpoint_path)
 
 
 def _eval_latest(built, checkpoint_path):
@@ -125,7 +134,14 @@ def _continuous_eval(built, train_steps):
   continuous.continuous_eval(
       functools.partial(_evaluate, built), estimator.model_dir,
       estimator.eval_dir(), final_step=train_steps)
-  return _last_record(estimator)
+  record = _last_record(estimator)
+  if not record or record['global_step'] < train_steps:
+    # The evaluator's timeout ended the wait before the final step.
+    raise TimeoutError(
+        f'No checkpoint of step {train_steps} (TRAIN_STEPS) in '
+        f'{estimator.model_dir} before continuous_eval.timeout_secs; the '
+        'evaluator stops without it. Evaluate it later with --mode=eval.')
+  return record
 
 
 def _train_and_evaluate(built, train_steps, throttle_secs):
@@ -133,14 +149,16 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
   timer = results.EvalTimer()
   train_spec = tf.estimator.TrainSpec(
       built.train_input_fn, max_steps=train_steps,
-      hooks=_training_hooks(estimator))
+      hooks=_train_hooks(estimator))
   eval_spec = tf.estimator.EvalSpec(
       built.eval_input_fn, steps=None, start_delay_secs=0,
-      throttle_secs=throttle_secs, hooks=[timer],
+      throttle_secs=throttle_secs,
+      hooks=[timer, preemption.AbandonOnPreemptionHook()],
       exporters=[results.MetricsExporter(
           functools.partial(_record, built, timer))]
       + saved_model.make_exporters(_serving(built)))
-  tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+  with preemption.deferred():
+    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   # Kept checkpoints that the throttle or a crash of an earlier run left
   # unevaluated: the records hold every kept checkpoint once, step 0 aside.
   # That one is the model before any training step, which
@@ -194,9 +212,10 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
                            _splits(built.dataset, mode))
   try:
     if role == 'trainer':
-      return cluster.train(built.estimator, built.train_input_fn,
-                           built.eval_input_fn, train_steps,
-                           _training_hooks(built.estimator))
+      with preemption.deferred():
+        return cluster.train(built.estimator, built.train_input_fn,
+                             built.eval_input_fn, train_steps,
+                             _train_hooks(built.estimator))
     return _run_mode(mode, built, checkpoint_path, train_steps,
                      throttle_secs)
   except tf.errors.DataLossError as error:
@@ -240,8 +259,9 @@ def _export_tflite(built, checkpoint_path):
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):
   """Runs `mode` on a built estimator; see `run`."""
   if mode == 'train':
-    built.estimator.train(built.train_input_fn, max_steps=train_steps,
-                          hooks=_training_hooks(built.estimator))
+    with preemption.deferred():
+      built.estimator.train(built.train_input_fn, max_steps=train_steps,
+                            hooks=_train_hooks(built.estimator))
     return None
   if mode == 'eval':
     return _eval_latest(built, checkpoint_path)

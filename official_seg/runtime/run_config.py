@@ -33,17 +33,21 @@ def _strategy(train_distribute):
   return train_distribute() if cluster.trains() else None
 
 
-def _session_config(inter_op_threads, intra_op_threads):
-  """The cluster's session config, with thread counts if any is set."""
-  config = cluster.session_config()
+def _with_threads(config, inter_op_threads, intra_op_threads):
+  """`config` with thread counts, if any is set, over its own session config.
+
+  A session config given to RunConfig's constructor would replace the one
+  it derives (soft placement, one grappler pass and, for a parameter-server
+  trainer, device filters from TF_CONFIG); replacing a copy keeps them.
+  """
   if not (inter_op_threads or intra_op_threads):
     return config
-  # Estimator's own default (soft placement, one grappler pass) when the
-  # cluster sets none: a config given to RunConfig replaces the default.
-  config = config or estimator_run_config.get_default_session_config()
-  config.inter_op_parallelism_threads = inter_op_threads
-  config.intra_op_parallelism_threads = intra_op_threads
-  return config
+  session = tf.compat.v1.ConfigProto()
+  session.CopyFrom(config.session_config
+                   or estimator_run_config.get_default_session_config())
+  session.inter_op_parallelism_threads = inter_op_threads
+  session.intra_op_parallelism_threads = intra_op_threads
+  return config.replace(session_config=session)
 
 
 @gin.configurable(denylist=['model_dir', 'tpu_address'])
@@ -61,8 +65,9 @@ def build_run_config(model_dir,
                      num_shards=None,
                      per_host_input_for_training='PER_HOST_V1',
                      inter_op_threads=0,
-                     intra_op_threads=0):
-  """Builds a TPU RunConfig; it is also a valid RunConfig for Estimator.
+                     intra_op_threads=0,
+                     use_tpu_estimator=False):
+  """Builds the RunConfig: TPU's for TPUEstimator, Estimator's otherwise.
 
   The cluster (chief, workers, parameter servers, evaluator) comes from the
   TF_CONFIG environment variable, which the RunConfig reads.
@@ -92,18 +97,22 @@ def build_run_config(model_dir,
     inter_op_threads: int, ops a session runs at once; 0 lets TensorFlow
       choose (one per core). docs/performance.md has a measurement of 1.
     intra_op_threads: int, threads one op uses; 0 lets TensorFlow choose.
+    use_tpu_estimator: bool, build TPU's RunConfig (macro USE_TPU_ESTIMATOR,
+      which also sets `build_estimator.use_tpu_estimator`).
 
   Returns:
-    A `tf.compat.v1.estimator.tpu.RunConfig`.
+    A `tf.estimator.RunConfig`, or with `use_tpu_estimator` a
+    `tf.compat.v1.estimator.tpu.RunConfig`. Only Estimator's own class
+    derives the device filters of a parameter-server trainer from TF_CONFIG;
+    TPU's leaves them out.
 
   Raises:
-    ValueError: an unknown `per_host_input_for_training`, or a TF_CONFIG
-      cluster that does not suit `train_distribute`.
+    ValueError: an unknown `per_host_input_for_training`, a TF_CONFIG
+      cluster that does not suit `train_distribute`, or `--tpu` without
+      `use_tpu_estimator`.
   """
   cluster.check(uses_strategy=train_distribute is not None)
-  resolver = tpu_estimator.cluster_resolver(tpu_address)
-  return tpu.RunConfig(
-      cluster=resolver,
+  common = dict(
       model_dir=model_dir,
       save_checkpoints_steps=save_checkpoints_steps,
       keep_checkpoint_max=keep_checkpoint_max,
@@ -112,8 +121,17 @@ def build_run_config(model_dir,
       save_summary_steps=save_summary_steps,
       tf_random_seed=tf_random_seed,
       train_distribute=_strategy(train_distribute),
-      session_config=_session_config(inter_op_threads, intra_op_threads),
-      experimental_max_worker_delay_secs=max_worker_delay_secs,
+      experimental_max_worker_delay_secs=max_worker_delay_secs)
+  if not use_tpu_estimator:
+    if tpu_address and tpu_address.tpu:
+      raise ValueError('--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '
+                       'add --gin_file=gin/platforms/tpu.gin.')
+    return _with_threads(tf.estimator.RunConfig(**common), inter_op_threads,
+                         intra_op_threads)
+  resolver = tpu_estimator.cluster_resolver(tpu_address)
+  config = tpu.RunConfig(
+      cluster=resolver, **common,
       tpu_config=tpu_estimator.tpu_config(
           iterations_per_loop, num_shards, per_host_input_for_training,
           on_tpu=resolver is not None))
+  return _with_threads(config, inter_op_threads, intra_op_threads)

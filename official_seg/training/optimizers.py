@@ -176,6 +176,19 @@ def clip_gradients(grads_and_vars, gradient_clipping_by_norm=0.0):
   return list(zip(grads, [var for _, var in grads_and_vars])), norm
 
 
+def _run_after(checks, update_ops):
+  """Makes each update op (batch-norm moving statistics) wait for `checks`.
+
+  The model built these ops before the loss existed, so a control-dependency
+  scope around them is no longer possible; without an edge from the checks
+  they would run in parallel with them and write a failing step's
+  statistics. Written by hand: no public TensorFlow API adds an input to an
+  existing op.
+  """
+  for update in update_ops:
+    getattr(update, 'op', update)._add_control_inputs(checks)  # pylint: disable=protected-access
+
+
 def train_op(optimizer, loss, variables, update_ops, scalars=None):
   """One training step: gradients, batch-norm updates, global step.
 
@@ -192,7 +205,8 @@ def train_op(optimizer, loss, variables, update_ops, scalars=None):
 
   Returns:
     The train op; it fails with InvalidArgumentError naming the step when the
-    loss or the gradients are NaN or Inf, before any variable is changed.
+    loss or the gradients are NaN or Inf, before any variable (trainable,
+    batch-norm statistic or global step) is changed.
   """
   variables = trainable_variables(variables)
   global_step = tf.compat.v1.train.get_or_create_global_step()
@@ -212,6 +226,7 @@ def train_op(optimizer, loss, variables, update_ops, scalars=None):
       tf.math.is_finite(tf.linalg.global_norm(
           [grad for grad, _ in grads_and_vars if grad is not None])),
       ['Gradients are NaN or Inf at global step', global_step])
+  _run_after([finite, grads_finite], update_ops)
   with tf.control_dependencies(update_ops + [grads_finite]):
     step = optimizer.apply_gradients(grads_and_vars, global_step=global_step)
   # Registered so hooks find the step's ops without looking up names

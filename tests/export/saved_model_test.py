@@ -289,7 +289,7 @@ class ExportGraphTest(tf.test.TestCase):
   def test_a_tpu_estimator_exports_through_an_estimator(self):
     testing_utils.parse_tiny_quickstart(
         self.create_tempdir().full_path,
-        extra=['build_estimator.use_tpu_estimator = True'])
+        extra=['USE_TPU_ESTIMATOR = True'])
     model_dir = self.create_tempdir().full_path
     built = estimator_lib.build_estimator(
         run_config_lib.build_run_config(model_dir))

@@ -1,13 +1,18 @@
 """Shape tests of the DeepLab model across backbones, strides and heads."""
 
+import re
+
 from absl.testing import parameterized
 import gin
+import numpy as np
 import tensorflow as tf
 
 from official_seg.modeling import model as model_lib
 
 _MOBILENET = ['build_model.backbone = @backbones.MobileNet',
               'backbones.MobileNet.filter_size_scale = 0.35']
+# Sums over replicas against moments of one batch: float32 rounding only.
+_RTOL, _ATOL = 1e-4, 1e-6
 _SMALL = ['decoders.ASPP.num_filters = 8',
           'heads.SegmentationHead.num_filters = 8',
           'decoders.ASPP.dilation_rates = [2, 4]']
@@ -53,6 +58,66 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
     model = model_lib.build_model(num_classes=2)
     logits = model(tf.zeros([1, 64, 64, 3]), training=False)["logits"]
     self.assertEqual(logits.shape, (1, 2, 2, 2))
+
+
+def _sync_bn(enabled):
+  """Bindings of gin/platforms/sync_batch_norm.gin, for the small MobileNet."""
+  return [f'{configurable}.use_sync_bn = {enabled}' for configurable in (
+      'backbones.MobileNet', 'decoders.ASPP', 'heads.SegmentationHead')]
+
+
+def _moving_statistics(model):
+  return [v for v in model.variables if re.search('moving_(mean|variance)',
+                                                  v.name)]
+
+
+class SyncBatchNormTest(tf.test.TestCase, parameterized.TestCase):
+  """Two replicas with synchronised batch norm equal one on the whole batch."""
+
+  def _build(self, sync):
+    gin.clear_config()
+    gin.parse_config(_MOBILENET + _SMALL + _sync_bn(sync))
+    return model_lib.build_model(num_classes=4)
+
+  @parameterized.parameters(True, False)
+  def test_two_replicas_equal_one_on_the_concatenated_batch(self, sync):
+    images = tf.constant(np.random.RandomState(0).uniform(
+        -1, 1, [4, 33, 33, 3]), tf.float32)
+    # One replica on the whole batch: the one-worker run of the platform
+    # (synchronised layers, nothing to synchronise with). Keras's unsynced
+    # layer would differ in the moving variance alone: its fused kernel
+    # applies Bessel's correction there.
+    reference = self._build(True)
+    reference(images[:1], training=False)  # Creates the variables.
+    weights = reference.get_weights()
+    reference(images, training=True)  # One step's statistics updates.
+    expected = [v.numpy() for v in _moving_statistics(reference)]
+
+    # The class and the collective all-reduce multi_worker.gin uses, over two
+    # logical CPUs of this process (tests/conftest.py); _from_local_devices
+    # is TensorFlow's own way to build it without a TF_CONFIG cluster.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy._from_local_devices(  # pylint: disable=protected-access
+        ['/cpu:0', '/cpu:1'])
+    with strategy.scope():
+      model = self._build(sync)
+      model(images[:1], training=False)
+      model.set_weights(weights)
+    halves = strategy.experimental_distribute_values_from_function(
+        lambda context: images[2 * context.replica_id_in_sync_group:][:2])
+    tf.function(lambda x: strategy.run(
+        lambda half: model(half, training=True)['logits'], args=(x,)))(halves)
+
+    statistics = _moving_statistics(model)
+    self.assertLen(statistics, len(expected))
+    self.assertNotEmpty(expected)
+    replicas = [[local.numpy() for local in
+                 strategy.experimental_local_results(variable)]
+                for variable in statistics]
+    close = all(np.allclose(value, want, rtol=_RTOL, atol=_ATOL)
+                for values, want in zip(replicas, expected)
+                for value in values)
+    # Per-replica statistics (sync off) see half the batch: they differ.
+    self.assertEqual(close, sync)
 
 
 if __name__ == '__main__':

@@ -59,6 +59,19 @@ class ClusterPlatformTest(testing_utils.TinyDataTestCase):
     self.assertEqual((context.num_input_pipelines, context.input_pipeline_id),
                      (3, 2))
 
+  def test_estimator_platforms_get_estimators_own_run_config(self):
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'parameter_server.gin',
+        extra=['build_run_config.inter_op_threads = 2'])
+    with mock.patch.dict(os.environ, _tf_config('chief', chief=1, ps=1)):
+      config = run_config_lib.build_run_config(self.model_dir)
+    self.assertIs(type(config), tf.estimator.RunConfig)
+    # RunConfig's own filters from TF_CONFIG, kept under the thread count.
+    self.assertEqual(list(config.session_config.device_filters),
+                     ['/job:ps', '/job:chief'])
+    self.assertEqual(config.session_config.inter_op_parallelism_threads, 2)
+    self.assertTrue(config.session_config.allow_soft_placement)
+
 
 class RoleTest(tf.test.TestCase, parameterized.TestCase):
 
@@ -94,6 +107,16 @@ class RoleTest(tf.test.TestCase, parameterized.TestCase):
       with self.assertRaisesRegex(ValueError,
                                   'TF_CONFIG task .worker. index 3'):
         cluster.role('train')
+
+  def test_worker_waiting_for_the_chief_says_so_and_fails(self):
+    model_dir = self.create_tempdir().full_path
+    with mock.patch.object(cluster, '_CHIEF_WAIT_SECS', 1):
+      with self.assertLogs(level='INFO') as logs:
+        with self.assertRaisesRegex(
+            TimeoutError, f'No checkpoint from the chief in {model_dir} '
+            'after 1 s; this worker did not train'):
+          cluster._wait_for_chief(model_dir)  # pylint: disable=protected-access
+    self.assertIn('Waiting up to 1 s for the chief', ''.join(logs.output))
 
   def test_invalid_json_names_tf_config(self):
     with mock.patch.dict(os.environ, {'TF_CONFIG': '{"cluster": '}):

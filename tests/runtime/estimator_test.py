@@ -60,7 +60,8 @@ class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
   def test_tpu_batch_split_names_both_numbers(self):
     testing_utils.parse_tiny_platform(self.data_dir, 'tpu.gin')
     # A run config on a TPU of 8 cores; no TPU is contacted.
-    config = mock.Mock(cluster='a TPU')
+    config = mock.Mock(spec=tf.compat.v1.estimator.tpu.RunConfig,
+                       cluster='a TPU')
     config.tpu_config.num_shards = 8
     with self.assertRaisesRegex(ValueError,
                                 r'train_batch_size=2 .* 8 replicas'):

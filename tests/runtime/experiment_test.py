@@ -76,7 +76,7 @@ class EvaluationTest(tf.test.TestCase):
 
   def test_estimator_and_tpu_estimator_agree(self):
     plain, _, _ = self._evaluate()
-    tpu, estimator, _ = self._evaluate(['build_estimator.use_tpu_estimator = True'])
+    tpu, estimator, _ = self._evaluate(['USE_TPU_ESTIMATOR = True'])
     self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
     for key in ('mean_iou', 'pixel_accuracy', 'num_images', 'iou/background',
                 'iou/disk', 'iou/box', 'iou/triangle', 'confusion_matrix'):
@@ -121,7 +121,6 @@ class EvaluationTest(tf.test.TestCase):
       self.assertGreaterEqual(json.load(f)['mean_iou'], record['mean_iou'])
 
 
-
 class TrainingHooksTest(tf.test.TestCase):
   """Which hooks each trainer of a parameter-server cluster runs."""
 
@@ -155,6 +154,21 @@ class TrainingHooksTest(tf.test.TestCase):
   def test_chief_starts_at_once_and_alone_saves_config_and_profiles(self):
     kinds = {type(h).__name__ for h in self._hooks('chief', 0)}
     self.assertEqual(kinds, {'GinConfigSaverHook', 'ProfileHook'})
+
+
+class EvaluatorTimeoutTest(tf.test.TestCase):
+
+  def test_evaluator_that_never_sees_the_last_step_says_so_and_exits_1(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.write_tiny_dataset(data_dir, num_train=2, num_val=2)
+    model_dir = self.create_tempdir().full_path
+    waited = testing_utils.run_binary(
+        model_dir, testing_utils.tiny_bindings(data_dir, 3, extra=[
+            'continuous_eval.timeout_secs = 1',
+            'continuous_eval.min_interval_secs = 0']), mode='continuous_eval')
+    self.assertEqual(waited.returncode, 1, waited.stderr[-3000:])
+    self.assertIn(f'Error: No checkpoint of step 3 (TRAIN_STEPS) in {model_dir}'
+                  ' before continuous_eval.timeout_secs', waited.stderr)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   def _estimator(self, use_tpu_estimator, model_dir):
     testing_utils.parse_tiny_quickstart(
         self.data_dir, train_steps=3,
-        extra=[f'build_estimator.use_tpu_estimator = {use_tpu_estimator}'])
+        extra=[f'USE_TPU_ESTIMATOR = {use_tpu_estimator}'])
     config = run_config_lib.build_run_config(model_dir)
     return estimator_lib.build_estimator(config)[:3]
 

@@ -6,6 +6,7 @@ import os
 import gin
 import tensorflow as tf
 
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
@@ -72,6 +73,29 @@ class RunConfigTest(tf.test.TestCase):
              if any(value.tag == 'loss' for value in event.summary.value)]
     self.assertEqual(sorted(steps), [1, 2, 3, 4])
     self.assertEqual(self._kept_steps(model_dir), [0, 4])
+
+
+  def test_tpu_run_config_only_for_the_tpu_estimator(self):
+    data_dir = self.create_tempdir().full_path
+    model_dir = self.create_tempdir().full_path
+    testing_utils.parse_tiny_quickstart(data_dir)
+    self.assertIs(type(run_config_lib.build_run_config(model_dir)),
+                  tf.estimator.RunConfig)
+    with self.assertRaisesRegex(ValueError, '--tpu names a TPU, but '
+                                'USE_TPU_ESTIMATOR is False'):
+      run_config_lib.build_run_config(
+          model_dir, run_config_lib.TpuAddress('a-tpu', None, None))
+    testing_utils.parse_tiny_platform(data_dir, 'tpu.gin')
+    self.assertIsInstance(run_config_lib.build_run_config(model_dir),
+                          tf.compat.v1.estimator.tpu.RunConfig)
+
+  def test_estimator_and_run_config_must_agree(self):
+    data_dir = self.create_tempdir().full_path
+    testing_utils.parse_tiny_quickstart(
+        data_dir, extra=['build_estimator.use_tpu_estimator = True'])
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    with self.assertRaisesRegex(ValueError, 'set the macro USE_TPU_ESTIMATOR'):
+      estimator_lib.build_estimator(config)
 
 
 if __name__ == '__main__':

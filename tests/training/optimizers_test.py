@@ -64,14 +64,35 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_non_finite_loss_fails_naming_the_step_and_changes_nothing(self):
     with tf.Graph().as_default():
-      op, weight, _ = _graph_step(np.nan)
+      op, weight, counter = _graph_step(np.nan)
       with tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                     '(?s)NaN or Inf at global step.*0'):
           sess.run(op)
         self.assertEqual(sess.run(weight), 2.0)
+        self.assertEqual(sess.run(counter), 0.0)
         self.assertEqual(sess.run(tf.compat.v1.train.get_global_step()), 0)
+
+  def test_non_finite_step_leaves_batch_norm_statistics_unchanged(self):
+    with tf.Graph().as_default():
+      images = tf.constant([[[[1.0], [np.nan]], [[3.0], [4.0]]]])
+      layer = tf.keras.layers.BatchNormalization()
+      outputs = layer(images, training=True)
+      update_ops = layer.get_updates_for(images) + layer.get_updates_for(None)
+      self.assertLen(update_ops, 2)  # moving mean and moving variance
+      loss = tf.reduce_sum(outputs)
+      op = optimizers.train_op(tf.compat.v1.train.GradientDescentOptimizer(0.5),
+                               loss, layer.trainable_variables, update_ops)
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    'Loss is NaN or Inf at global step'):
+          sess.run(op)
+        self.assertAllEqual(sess.run(
+            [layer.moving_mean, layer.moving_variance, layer.gamma,
+             layer.beta, tf.compat.v1.train.get_global_step()]),
+                            [[0.0], [1.0], [1.0], [0.0], 0])
 
   def test_optimizer_from_gin(self):
     gin.parse_config(['make_optimizer.optimizer = @tf.train.MomentumOptimizer',

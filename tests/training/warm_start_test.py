@@ -135,7 +135,7 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
         model_dir, THREE_CLASSES + [
             f"INIT_CHECKPOINT = '{self.source_dir}'",
             f"RESTORE_EXCLUSIONS = ['{HEAD}']",
-            'build_estimator.use_tpu_estimator = True'], max_steps=1,
+            'USE_TPU_ESTIMATOR = True'], max_steps=1,
         data_dir=data_dir)
     source = _checkpoint_values(self.source_ckpt)
     names = _model_variable_names(initial)

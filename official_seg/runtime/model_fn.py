@@ -205,20 +205,15 @@ def make_model_fn(dataset, options):
   return model_fn
 
 
-def is_first_replica():
-  """Whether this is replica 0 of a strategy's group, or there is no group."""
-  context = tf.distribute.get_replica_context()
-  replica = context and tf.get_static_value(context.replica_id_in_sync_group)
-  return not replica
-
-
 def estimator_model_fn(model_fn):
   """Adapts a `make_model_fn` model_fn to `tf.estimator.Estimator`.
 
   Autograph must not convert it: a strategy runs the model_fn through
   autograph, which mistakes gin's configurable wrappers (they share one code
-  object) for one another. Summaries are written by the chief's first replica
-  only; other replicas and workers would each write a copy.
+  object) for one another. Summaries are written by the chief only; other
+  workers would each write a copy. Every replica of the chief keeps its
+  host_call: Estimator regroups the replicas' specs, which needs the same
+  hooks from each, and then runs only the first replica's hooks.
 
   Args:
     model_fn: from `make_model_fn`.
@@ -230,7 +225,7 @@ def estimator_model_fn(model_fn):
 
   def adapted(features, labels, mode, params, config):
     spec = unconverted(features, labels, mode, params, config)
-    if not (config.is_chief and is_first_replica()):
+    if not config.is_chief:
       spec = spec._replace(host_call=None)
     return spec.as_estimator_spec()
 

@@ -144,19 +144,5 @@ class PrecisionTest(testing_utils.TinyDataTestCase):
         {'use_tpu': False})
 
 
-class FirstReplicaTest(tf.test.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-
-  def test_first_replica_of_a_strategy(self):
-    strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
-    first = strategy.experimental_local_results(
-        strategy.run(model_fn_lib.is_first_replica))
-    self.assertEqual(list(first), [True, False])
-    self.assertTrue(model_fn_lib.is_first_replica())
-
-
 if __name__ == '__main__':
   tf.test.main()

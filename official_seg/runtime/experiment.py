@@ -16,6 +16,7 @@ from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
+from official_seg.training import averaging
 from official_seg.training import warm_start
 
 # Errors whose message says what is wrong and what to do: the binary prints
@@ -71,6 +72,8 @@ def _record(built, timer, eval_result, checkpoint_path):
   if not new_step:
     tf.compat.v1.logging.info('Step %d is already in metrics.jsonl; its new '
                               'evaluation is logged, not recorded.', step)
+  eval_result = dict(eval_result, weights=averaging.scored_weights(
+      built.options.moving_average_decay))
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
                           built.dataset.class_names, seconds=timer.seconds,
                           append=new_step)

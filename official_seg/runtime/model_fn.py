@@ -49,18 +49,27 @@ class ModelFnOptions:
       exponential moving averages of the trainable variables; evaluation,
       prediction and export restore them in place of the raw weights
       (training/averaging.py). DeepLab-style runs use 0.9999.
+    quantize_delay_step: int or None. Reserved for quantization-aware
+      training (DeepLab's quantize_delay_step); only None (float training)
+      is accepted: docs/deployment.md says why QAT is not built yet.
   """
 
   fine_tune_batch_norm: bool = True
   precision: str = 'float32'
   jit_compile: bool = False
   moving_average_decay: Optional[float] = None
+  quantize_delay_step: Optional[int] = None
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
       raise ValueError(f'ModelFnOptions.precision={self.precision!r} is not '
                        f'one of {PRECISIONS}.')
     averaging.check_decay(self.moving_average_decay)
+    if self.quantize_delay_step is not None:
+      raise ValueError(
+          f'ModelFnOptions.quantize_delay_step={self.quantize_delay_step!r}: '
+          'quantization-aware training is not available in this version '
+          '(docs/deployment.md); remove the binding.')
 
 
 @contextlib.contextmanager

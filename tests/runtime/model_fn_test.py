@@ -110,6 +110,15 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, r'ModelFnOptions.precision=.fp8'):
       model_fn_lib.ModelFnOptions(precision='fp8')
 
+  def test_options_name_their_bindings(self):
+    with self.assertRaisesRegex(
+        ValueError, r'ModelFnOptions.quantize_delay_step=0: .*not available'):
+      model_fn_lib.ModelFnOptions(quantize_delay_step=0)
+    with self.assertRaisesRegex(
+        ValueError, r'ModelFnOptions.moving_average_decay=1.5'):
+      model_fn_lib.ModelFnOptions(moving_average_decay=1.5)
+    self.assertIsNone(model_fn_lib.ModelFnOptions().quantize_delay_step)
+
 
 class PrecisionTest(testing_utils.TinyDataTestCase):
   """bfloat16 from the platform files, under both estimators' model_fns."""

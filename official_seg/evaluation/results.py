@@ -40,7 +40,9 @@ def make_record(eval_result, checkpoint_path, class_names=None):
 
   Args:
     eval_result: dict from `Estimator.evaluate`, with 'global_step', 'loss',
-      'mean_iou', 'pixel_accuracy', 'num_images' and 'iou/<class>' keys.
+      'mean_iou', 'pixel_accuracy', 'num_images' and 'iou/<class>' keys,
+      and optionally 'weights': which weights were scored, 'raw' (the
+      default) or 'moving_average'.
     checkpoint_path: str, the checkpoint that was evaluated.
     class_names: optional list fixing the order of 'per_class_iou'; default
       the order of `eval_result`.
@@ -55,7 +57,8 @@ def make_record(eval_result, checkpoint_path, class_names=None):
       {name: eval_result[_IOU_PREFIX + name] for name in names},
       eval_result['mean_iou'], eval_result['pixel_accuracy'],
       eval_result['num_images'], checkpoint=checkpoint_path,
-      loss=_number(eval_result['loss']))
+      loss=_number(eval_result['loss']),
+      weights=eval_result.get('weights', 'raw'))
 
 
 def record_from_confusion(confusion, class_names, num_images,
@@ -70,7 +73,7 @@ def record_from_confusion(confusion, class_names, num_images,
 
   Returns:
     A JSON-serializable dict shaped like `make_record`'s, without
-    'checkpoint' and 'loss'; `format_table` prints it.
+    'checkpoint', 'loss' and 'weights'; `format_table` prints it.
   """
   per_class, mean_iou, accuracy = metrics.iou_from_confusion(
       tf.constant(confusion, tf.float64))

@@ -14,10 +14,10 @@ from official_seg.runtime import tpu_estimator
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the
 # estimator that exports SavedModels; and the TPUEstimator-contract model_fn
-# that both estimators wrap (--dry_run builds it once).
+# that both estimators wrap (--dry_run builds it once), with its options.
 Built = collections.namedtuple('Built', [
     'estimator', 'train_input_fn', 'eval_input_fn', 'dataset', 'eval_parser',
-    'serving_estimator', 'model_fn'])
+    'serving_estimator', 'model_fn', 'options'])
 
 
 def per_replica_batch_size(global_batch_size, num_replicas, name):
@@ -135,7 +135,7 @@ def build_estimator(run_config,
         model_fn, run_config, train_fn, eval_fn, train_batch_size,
         eval_batch_size)
     return Built(estimator, train_fn, eval_fn, dataset, eval_parser,
-                 _serving_estimator(model_fn, run_config), model_fn)
+                 _serving_estimator(model_fn, run_config), model_fn, options)
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
@@ -146,4 +146,4 @@ def build_estimator(run_config,
                _with_batch(train_fn, train_batch,
                            cluster.parameter_server_input_context(run_config)),
                _with_batch(eval_fn, eval_batch_size), dataset, eval_parser,
-               estimator, model_fn)
+               estimator, model_fn, options)

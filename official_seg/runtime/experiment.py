@@ -20,6 +20,7 @@ from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import preemption
 from official_seg.runtime import run_config as run_config_lib
+from official_seg.training import averaging
 from official_seg.training import hooks as training_hooks
 from official_seg.training import warm_start
 
@@ -89,6 +90,8 @@ def _record(built, timer, eval_result, checkpoint_path):
   if not new_step:
     tf.compat.v1.logging.info('Step %d is already recorded; its new '
                               'evaluation is logged, not recorded.', step)
+  eval_result = dict(eval_result, weights=averaging.scored_weights(
+      built.options.moving_average_decay))
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
                           built.dataset.class_names, seconds=timer.seconds,
                           append=new_step)
@@ -248,9 +251,8 @@ def _splits(dataset, mode):
 def _export_tflite(built, checkpoint_path):
   """--mode=export_tflite; a kind it cannot export is a config error."""
   try:
-    # quantized: whether the checkpoint is of a quantization-aware trained
-    # graph; float until the model_fn can build one.
-    tflite.tflite_export(_serving(built), built.eval_parser, quantized=False,
+    quantized = built.options.quantize_delay_step is not None
+    tflite.tflite_export(_serving(built), built.eval_parser, quantized,
                          checkpoint_path=checkpoint_path)
   except tflite.KindError as error:
     raise config_checks.ConfigurationError(str(error)) from error

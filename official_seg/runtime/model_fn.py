@@ -3,6 +3,7 @@
 import contextlib
 import dataclasses
 import functools
+from typing import Optional
 
 import gin
 import tensorflow as tf
@@ -14,6 +15,7 @@ from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import tpu_estimator
+from official_seg.training import averaging
 from official_seg.training import optimizers
 from official_seg.training import schedules
 from official_seg.training import summaries
@@ -44,16 +46,31 @@ class ModelFnOptions:
     jit_compile: bool, compile the forward pass, loss and gradients with XLA
       (a `jit_scope`, as Estimator builds a graph). For GPUs: on CPUs it is
       slower than oneDNN (docs/performance.md).
+    moving_average_decay: float in (0, 1) or None (off). Training keeps
+      exponential moving averages of the trainable variables; evaluation,
+      prediction and export restore them in place of the raw weights
+      (training/averaging.py). DeepLab-style runs use 0.9999.
+    quantize_delay_step: int or None. Reserved for quantization-aware
+      training (DeepLab's quantize_delay_step); only None (float training)
+      is accepted: docs/deployment.md says why QAT is not built yet.
   """
 
   fine_tune_batch_norm: bool = True
   precision: str = 'float32'
   jit_compile: bool = False
+  moving_average_decay: Optional[float] = None
+  quantize_delay_step: Optional[int] = None
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
       raise ValueError(f'ModelFnOptions.precision={self.precision!r} is not '
                        f'one of {PRECISIONS}.')
+    averaging.check_decay(self.moving_average_decay)
+    if self.quantize_delay_step is not None:
+      raise ValueError(
+          f'ModelFnOptions.quantize_delay_step={self.quantize_delay_step!r}: '
+          'quantization-aware training is not available in this version '
+          '(docs/deployment.md); remove the binding.')
 
 
 @contextlib.contextmanager
@@ -78,7 +95,7 @@ def _xla_scope(jit_compile):
                                        separate_compiled_gradients=False)
 
 
-def _predict_spec(model, logits, features):
+def _predict_spec(model, logits, features, options):
   probabilities = inference.predict_probabilities(model, features['image'],
                                                   base_logits=logits)
   predictions = {
@@ -89,10 +106,12 @@ def _predict_spec(model, logits, features):
   }
   return TPUEstimatorSpec(
       ModeKeys.PREDICT, predictions=predictions,
-      export_outputs=signatures.export_outputs(predictions, logits, features))
+      export_outputs=signatures.export_outputs(predictions, logits, features),
+      scaffold_fn=averaging.restore_scaffold_fn(
+          model.trainable_variables, options.moving_average_decay))
 
 
-def _eval_spec(model, logits, features, labels, loss, dataset):
+def _eval_spec(model, logits, features, labels, loss, dataset, options):
   probabilities = inference.predict_probabilities(model, features['image'],
                                                   base_logits=logits)
   predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
@@ -106,7 +125,9 @@ def _eval_spec(model, logits, features, labels, loss, dataset):
   return TPUEstimatorSpec(
       ModeKeys.EVAL, loss=loss,
       eval_metrics=(metric_fn, dict(pictures, confusion=confusion,
-                                    valid=features['valid'])))
+                                    valid=features['valid'])),
+      scaffold_fn=averaging.restore_scaffold_fn(
+          model.trainable_variables, options.moving_average_decay))
 
 
 def _eval_metric_fn(confusion, valid, class_names, **pictures):
@@ -133,12 +154,14 @@ def _registered(scalars, model, features, labels, logits, dataset, params):
 
 
 def _train_spec(model, features, labels, logits, losses_, params, config,
-                dataset):
+                dataset, options):
   """The TRAIN spec; `losses_` is (total loss, segmentation loss)."""
   loss, seg_loss = losses_
   model_dir = config.model_dir
   images = features['image']
   warm_start.check_resume_compatible(model, model_dir)
+  decay = options.moving_average_decay
+  averaging.check_checkpoint(model_dir, model.trainable_variables, decay)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   learning_rate = schedules.learning_rate(global_step)
   optimizer = optimizers.make_optimizer(learning_rate,
@@ -151,6 +174,7 @@ def _train_spec(model, features, labels, logits, losses_, params, config,
                                           model.trainable_variables))
   train_op = optimizers.train_op(optimizer, loss, model.trainable_variables,
                                  update_ops, scalars)
+  train_op = averaging.apply_after(train_op, model.trainable_variables, decay)
   host_call = summaries.host_call(
       model_dir, global_step,
       _registered(scalars, model, features, labels, logits, dataset, params))
@@ -167,14 +191,15 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
   with _xla_scope(options.jit_compile):
     logits = model(images, training=training)['logits']
   if mode == ModeKeys.PREDICT:
-    return _predict_spec(model, logits, features)
+    return _predict_spec(model, logits, features, options)
   with _xla_scope(options.jit_compile):
     loss, seg_loss = losses.total_loss(model, logits, labels,
                                        dataset.ignore_label)
   if mode == ModeKeys.EVAL:
-    return _eval_spec(model, logits, features, labels, seg_loss, dataset)
+    return _eval_spec(model, logits, features, labels, seg_loss, dataset,
+                      options)
   return _train_spec(model, features, labels, logits, (loss, seg_loss),
-                     params, config, dataset)
+                     params, config, dataset, options)
 
 
 def make_model_fn(dataset, options):

@@ -24,6 +24,12 @@ class ResultsTest(tf.test.TestCase):
     self.assertEqual(record['per_class_iou'],
                      {'background': 0.8, 'cat': 0.4, 'absent': None})
     self.assertAllClose(record['loss'], 0.5)
+    self.assertEqual(record['weights'], 'raw')
+
+  def test_record_says_which_weights_were_scored(self):
+    record = results.make_record(dict(_RESULT, weights='moving_average'),
+                                 'ckpt')
+    self.assertEqual(record['weights'], 'moving_average')
 
   def test_record_from_confusion_equals_numpy(self):
     confusion = np.array([[5, 1, 0], [2, 7, 0], [0, 0, 0]])
@@ -44,7 +50,7 @@ class ResultsTest(tf.test.TestCase):
     from_confusion = results.record_from_confusion(np.eye(3), ['a', 'b', 'c'],
                                                    2)
     self.assertEqual(set(from_eval) - set(from_confusion),
-                     {'checkpoint', 'loss'})
+                     {'checkpoint', 'loss', 'weights'})
     self.assertEqual(set(from_confusion) - set(from_eval), set())
     self.assertIsNone(from_confusion['global_step'])
     self.assertIn('step None (2 images)', results.format_table(from_confusion))

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.data import dataset_info
+from official_seg.export import saved_model
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
@@ -109,6 +110,15 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, r'ModelFnOptions.precision=.fp8'):
       model_fn_lib.ModelFnOptions(precision='fp8')
 
+  def test_options_name_their_bindings(self):
+    with self.assertRaisesRegex(
+        ValueError, r'ModelFnOptions.quantize_delay_step=0: .*not available'):
+      model_fn_lib.ModelFnOptions(quantize_delay_step=0)
+    with self.assertRaisesRegex(
+        ValueError, r'ModelFnOptions.moving_average_decay=1.5'):
+      model_fn_lib.ModelFnOptions(moving_average_decay=1.5)
+    self.assertIsNone(model_fn_lib.ModelFnOptions().quantize_delay_step)
+
 
 class PrecisionTest(testing_utils.TinyDataTestCase):
   """bfloat16 from the platform files, under both estimators' model_fns."""
@@ -142,6 +152,61 @@ class PrecisionTest(testing_utils.TinyDataTestCase):
     self._assert_bfloat16_step(
         model_fn_lib.estimator_model_fn(built.model_fn), config,
         {'use_tpu': False})
+
+
+class _ReadVariable(tf.estimator.SessionRunHook):
+  """Reads a variable's value once the session is created (and restored)."""
+
+  def __init__(self, name):
+    self._name = name
+    self.value = None
+
+  def begin(self):
+    self._variable, = [v for v in tf.compat.v1.global_variables()
+                       if v.op.name == self._name]
+
+  def after_create_session(self, session, coord):
+    self.value = session.run(self._variable)
+
+
+class MovingAverageTest(testing_utils.TinyDataTestCase):
+  """EVAL, PREDICT and export restore the averages training kept."""
+
+  _KERNEL = 'segmentation_head/segmentation_output/kernel'
+
+  def test_eval_predict_and_export_restore_the_averages(self):
+    # TPUEstimator(use_tpu=False) trains and evaluates; the plain Estimator
+    # that serves it (same model_fn) predicts and exports.
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2, extra=[
+        'ModelFnOptions.moving_average_decay = 0.5',
+        'build_estimator.use_tpu_estimator = True'])
+    built = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.create_tempdir().full_path))
+    built.estimator.train(built.train_input_fn, max_steps=2)
+    reader = tf.train.load_checkpoint(built.estimator.latest_checkpoint())
+    name, = [key for key in reader.get_variable_to_shape_map()
+             if key.endswith(self._KERNEL)]
+    average = reader.get_tensor(name + '/ExponentialMovingAverage')
+    self.assertGreater(np.abs(average - reader.get_tensor(name)).max(), 1e-4)
+
+    read = _ReadVariable(name)
+    built.estimator.evaluate(built.eval_input_fn, hooks=[read])
+    self.assertAllEqual(read.value, average)
+    read = _ReadVariable(name)
+    eval_fn = testing_utils.make_input_fn(False)
+    next(built.serving_estimator.predict(
+        lambda params: eval_fn(dict(params, batch_size=2)), hooks=[read]))
+    self.assertAllEqual(read.value, average)
+    # The SavedModel carries the averages: loaded, its variable holds them.
+    export_dir = saved_model.export_checkpoint(saved_model.Serving(
+        built.serving_estimator,
+        saved_model.serving_input_receiver_fn(built.eval_parser),
+        built.dataset))
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+      tf.compat.v1.saved_model.load(session, ['serve'], export_dir)
+      variable, = [v for v in tf.compat.v1.global_variables()
+                   if v.op.name == name]
+      self.assertAllEqual(session.run(variable), average)
 
 
 if __name__ == '__main__':

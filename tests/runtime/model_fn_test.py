@@ -179,7 +179,7 @@ class MovingAverageTest(testing_utils.TinyDataTestCase):
     # that serves it (same model_fn) predicts and exports.
     testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2, extra=[
         'ModelFnOptions.moving_average_decay = 0.5',
-        'build_estimator.use_tpu_estimator = True'])
+        'USE_TPU_ESTIMATOR = True'])
     built = estimator_lib.build_estimator(
         run_config_lib.build_run_config(self.create_tempdir().full_path))
     built.estimator.train(built.train_input_fn, max_steps=2)

@@ -36,6 +36,10 @@ def _first_val_label(data_dir):
   return labels.numpy()[0, ..., 0]
 
 
+# Checkpoints at steps 0, 2 and 4: train_and_eval evaluates 2 and 4 (never
+# the untrained step 0), two evaluated steps to compare.
+_TRAIN_STEPS = 4
+
 class TensorBoardTest(testing_utils.TinyDataTestCase):
   """One short train_and_eval run, then TensorBoard's HTTP API on its model dir."""
 
@@ -47,7 +51,7 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     self.model_dir = self.create_tempdir().full_path
     run = testing_utils.run_binary(
         self.model_dir, testing_utils.tiny_bindings(
-            self.data_dir, train_steps=2,
+            self.data_dir, train_steps=_TRAIN_STEPS,
             extra=['host_call.image_summary_steps = 1',
                    'BASE_LEARNING_RATE = 0.2']))
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
@@ -118,7 +122,8 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     self.assertEqual(
         {'pictures/image', 'pictures/label', 'pictures/prediction'},
         set(images['.']))
-    self.assertEqual(sorted(self._images('.', 'pictures/label')), [0, 1])
+    self.assertEqual(sorted(self._images('.', 'pictures/label')),
+                     list(range(_TRAIN_STEPS)))
     for tag in ('confusion_matrix/image', 'pictures/image/0',
                 'pictures/label/0', 'pictures/prediction/0'):
       self.assertEqual(sorted(self._images('eval', tag)), evaluated, tag)

@@ -16,6 +16,36 @@ SegmentationHead = gin.external_configurable(heads.SegmentationHead,
                                              module='heads')
 
 
+class SegmentationModel(segmentation_model.SegmentationModel):
+  """The Model Garden's `SegmentationModel`, which can also return its features.
+
+  Semi-supervised training needs the backbone's features of the pass that
+  made the logits (for the image classifier and its class activation maps);
+  calling the backbone again would cost a second backbone pass. The class
+  keeps the Model Garden's name, so its variables are named as theirs.
+  """
+
+  def call(self, inputs, training=None, with_features=False):  # pylint: disable=arguments-differ
+    """The logits, and with `with_features` the backbone's output dict.
+
+    Args:
+      inputs: float [B, H, W, 3] images.
+      training: bool, as Keras's.
+      with_features: bool, add 'backbone_features', the backbone's dict of
+        level (str) to float [B, h, w, K].
+
+    Returns:
+      {'logits': [B, h, w, C]} and maybe 'backbone_features'.
+    """
+    if not with_features:
+      return super().call(inputs, training=training)
+    backbone_features = self.backbone(inputs)
+    decoder_features = (self.decoder(backbone_features) if self.decoder
+                        else backbone_features)
+    return {'logits': self.head((backbone_features, decoder_features)),
+            'backbone_features': backbone_features}
+
+
 def feature_level(backbone):
   """The deepest level the backbone outputs (log2 of its output stride)."""
   return max(int(level) for level in backbone.output_specs)
@@ -56,5 +86,4 @@ def build_model(num_classes,
                  if decoder else None)
   head_net = head(num_classes=num_classes, level=level,
                   kernel_regularizer=regularizer)
-  return segmentation_model.SegmentationModel(backbone_net, decoder_net,
-                                              head_net)
+  return SegmentationModel(backbone_net, decoder_net, head_net)

@@ -41,6 +41,24 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
     logits = model(tf.zeros([2, 65, 65, 3]), training=False)['logits']
     self.assertEqual(logits.shape, (2, logits_size, logits_size, 6))
 
+  def test_features_come_from_the_same_pass(self):
+    """with_features adds the backbone's levels and changes nothing else."""
+    gin.parse_config(_MOBILENET + _SMALL)
+    with tf.Graph().as_default():
+      model = model_lib.build_model(num_classes=3)
+      images = tf.random.stateless_uniform([2, 65, 65, 3], [1, 2])
+      plain = model(images, training=False)['logits']
+      names = sorted(v.name for v in model.variables)
+      levels = sorted(model.backbone.output_specs)
+      outputs = model(images, training=False, with_features=True)
+      self.assertEqual(sorted(v.name for v in model.variables), names)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        plain, outputs = session.run([plain, outputs])
+    self.assertAllClose(outputs['logits'], plain)
+    # MobileNet also outputs its last 1x1 convolution, outside output_specs.
+    self.assertContainsSubset(levels, outputs['backbone_features'])
+
   @parameterized.parameters(8, 16)
   def test_dilated_resnet_output_stride(self, output_stride):
     gin.parse_config(_SMALL + [

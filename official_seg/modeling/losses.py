@@ -75,6 +75,13 @@ def _sparse_loss(logits, labels, ignore_label, class_weights):
            segmentation_losses.EPSILON))
 
 
+def regularization_loss(layers):
+  """The sum of the layers' weight-decay losses in float32 (0 without any)."""
+  reg_losses = [tf.cast(loss, tf.float32) for layer in layers
+                for loss in layer.losses]
+  return tf.add_n(reg_losses) if reg_losses else tf.constant(0.0)
+
+
 def total_loss(model, logits, labels, ignore_label):
   """Segmentation loss plus the model's regularization losses.
 
@@ -88,6 +95,4 @@ def total_loss(model, logits, labels, ignore_label):
     (total scalar loss, segmentation scalar loss).
   """
   seg_loss = segmentation_loss(logits, labels, ignore_label)
-  reg_losses = [tf.cast(loss, tf.float32) for loss in model.losses]
-  total = seg_loss + tf.add_n(reg_losses) if reg_losses else seg_loss
-  return total, seg_loss
+  return seg_loss + regularization_loss([model]), seg_loss

@@ -18,6 +18,7 @@ from official_seg.runtime import tpu_estimator
 from official_seg.training import averaging
 from official_seg.training import optimizers
 from official_seg.training import schedules
+from official_seg.training import semi_supervised
 from official_seg.training import summaries
 from official_seg.training import warm_start
 
@@ -53,6 +54,9 @@ class ModelFnOptions:
     quantize_delay_step: int or None. Reserved for quantization-aware
       training (DeepLab's quantize_delay_step); only None (float training)
       is accepted: docs/deployment.md says why QAT is not built yet.
+    semi_supervised: a `semi_supervised.SemiSupervisedOptions`, or None
+      (supervised). Set by gin/semi_supervised/*.gin, with the unlabeled
+      stream's split and batch; evaluation and export are unchanged.
   """
 
   fine_tune_batch_norm: bool = True
@@ -60,6 +64,7 @@ class ModelFnOptions:
   jit_compile: bool = False
   moving_average_decay: Optional[float] = None
   quantize_delay_step: Optional[int] = None
+  semi_supervised: Optional[semi_supervised.SemiSupervisedOptions] = None
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
@@ -153,12 +158,22 @@ def _registered(scalars, model, features, labels, logits, dataset, params):
       variables=model.trainable_variables)
 
 
-def _train_spec(model, features, labels, logits, losses_, params, config,
-                dataset, options):
-  """The TRAIN spec; `losses_` is (total loss, segmentation loss)."""
-  loss, seg_loss = losses_
+def _supervised_step(model, images, labels, training, dataset, options):
+  """The supervised step, in the form of a `semi_supervised.Step`."""
+  with _xla_scope(options.jit_compile):
+    logits = model(images, training=training)['logits']
+    seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
+  return semi_supervised.Step(
+      logits=logits, losses={'segmentation': seg_loss},
+      # Keras layers built in a graph keep their batch-norm updates per input.
+      update_ops=model.get_updates_for(images) + model.get_updates_for(None),
+      variables=[], scalars={}, pictures={})
+
+
+def _train_spec(model, features, labels, step, params, config, dataset,
+                options):
+  """The TRAIN spec of a step (a `semi_supervised.Step`)."""
   model_dir = config.model_dir
-  images = features['image']
   warm_start.check_resume_compatible(model, model_dir)
   decay = options.moving_average_decay
   averaging.check_checkpoint(model_dir, model.trainable_variables, decay)
@@ -166,18 +181,21 @@ def _train_spec(model, features, labels, logits, losses_, params, config,
   learning_rate = schedules.learning_rate(global_step)
   optimizer = optimizers.make_optimizer(learning_rate,
                                          use_tpu=params.get('use_tpu', False))
-  # Keras layers built in a graph keep their batch-norm updates per input.
-  update_ops = model.get_updates_for(images) + model.get_updates_for(None)
-  scalars = {'loss/total': loss, 'loss/segmentation': seg_loss,
-             'learning_rate': learning_rate}
-  scalars.update(summaries.learning_rates(learning_rate,
-                                          model.trainable_variables))
-  train_op = optimizers.train_op(optimizer, loss, model.trainable_variables,
-                                 update_ops, scalars)
+  loss = tf.add_n(list(step.losses.values())) + losses.regularization_loss(
+      [model])
+  scalars = {'loss/total': loss, 'learning_rate': learning_rate}
+  scalars.update({f'loss/{name}': value
+                  for name, value in step.losses.items()})
+  scalars.update(step.scalars)
+  variables = model.trainable_variables + step.variables
+  scalars.update(summaries.learning_rates(learning_rate, variables))
+  train_op = optimizers.train_op(optimizer, loss, variables, step.update_ops,
+                                 scalars)
   train_op = averaging.apply_after(train_op, model.trainable_variables, decay)
-  host_call = summaries.host_call(
-      model_dir, global_step,
-      _registered(scalars, model, features, labels, logits, dataset, params))
+  registered = _registered(scalars, model, features, labels, step.logits,
+                           dataset, params)
+  registered.pictures.update(step.pictures)
+  host_call = summaries.host_call(model_dir, global_step, registered)
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
                           host_call=host_call,
                           scaffold_fn=warm_start.warm_start(model, model_dir))
@@ -187,19 +205,27 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
   """The spec of one mode; see `make_model_fn`."""
   model = model_lib.build_model(num_classes=dataset.num_classes)
   images = features['image']
-  training = mode == ModeKeys.TRAIN and options.fine_tune_batch_norm
+  if mode == ModeKeys.TRAIN:
+    training = options.fine_tune_batch_norm
+    if options.semi_supervised:
+      with _xla_scope(options.jit_compile):
+        step = semi_supervised.build_step(
+            model, features, labels, training, dataset,
+            options.semi_supervised,
+            tf.compat.v1.train.get_or_create_global_step())
+    else:
+      step = _supervised_step(model, images, labels, training, dataset,
+                              options)
+    return _train_spec(model, features, labels, step, params, config,
+                       dataset, options)
   with _xla_scope(options.jit_compile):
-    logits = model(images, training=training)['logits']
+    logits = model(images, training=False)['logits']
   if mode == ModeKeys.PREDICT:
     return _predict_spec(model, logits, features, options)
   with _xla_scope(options.jit_compile):
-    loss, seg_loss = losses.total_loss(model, logits, labels,
-                                       dataset.ignore_label)
-  if mode == ModeKeys.EVAL:
-    return _eval_spec(model, logits, features, labels, seg_loss, dataset,
-                      options)
-  return _train_spec(model, features, labels, logits, (loss, seg_loss),
-                     params, config, dataset, options)
+    seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
+  return _eval_spec(model, logits, features, labels, seg_loss, dataset,
+                    options)
 
 
 def make_model_fn(dataset, options):

@@ -1,0 +1,244 @@
+"""Semi-supervised training: the weak view's pseudo labels supervise the strong view."""
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+import gin
+import tensorflow as tf
+
+from official_seg.data import palettes
+from official_seg.data import views
+from official_seg.modeling import classifier as classifier_lib
+from official_seg.modeling import losses
+from official_seg.training import pseudo_labels
+
+# Features of the unlabeled stream, as the semi-supervised input_fn names them.
+UNLABELED = 'unlabeled/'
+# Scalars of the step, under this prefix in TensorBoard.
+SUMMARY_PREFIX = 'semi/'
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class CamFusion:
+  """PseudoSeg's second pseudo-label source: a refined class activation map.
+
+  An image classifier (global pool, 1x1 convolution, sigmoid cross-entropy)
+  on the backbone's deepest level gives class activation maps; a
+  self-attention layer refines them into segmentation logits, trained on the
+  labeled batch; the weak view's refined map and its decoder prediction are
+  fused (`pseudo_labels.calibrated_fusion`).
+
+  Attributes:
+    attention_dim: int, keys' and queries' channels of the refinement.
+    weakly: bool; the unlabeled images' own class lists (from their label
+      maps, as PseudoSeg simulates image-level labels) pick the weak view's
+      maps and train the classifier on the strong view; otherwise the
+      classifier's own confident classes (sigmoid >= 0.5) pick them.
+  """
+
+  attention_dim: int = 128
+  weakly: bool = False
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class SemiSupervisedOptions:
+  """How the unlabeled stream trains the model (gin/semi_supervised/*.gin).
+
+  Attributes:
+    unlabeled_weight: float, weight of the consistency loss.
+    rampup_steps: int; the weight ramps up over these steps
+      (`pseudo_labels.rampup`); 0 starts at full weight (PseudoSeg).
+    labeler: a `pseudo_labels.PseudoLabeler`.
+    cam_fusion: a `CamFusion`, or None to take pseudo labels from the
+      decoder's prediction alone.
+  """
+
+  unlabeled_weight: float = 1.0
+  rampup_steps: int = 0
+  labeler: Any = dataclasses.field(default_factory=pseudo_labels.PseudoLabeler)
+  cam_fusion: Optional[CamFusion] = None
+
+
+@dataclasses.dataclass
+class Step:
+  """What a semi-supervised step hands to the model_fn.
+
+  Attributes:
+    logits: the labeled batch's logits [B, h, w, C].
+    losses: dict of name to scalar float32; their sum (plus weight decay) is
+      the training loss; 'segmentation' is the labeled batch's.
+    update_ops: batch-norm updates of the passes that train.
+    variables: trainable variables of the layers besides the model.
+    scalars: monitoring scalars, for `summaries.Registered`.
+    pictures: monitoring pictures of the unlabeled batch.
+  """
+
+  logits: tf.Tensor
+  losses: Dict[str, tf.Tensor]
+  update_ops: List[Any]
+  variables: List[tf.Variable]
+  scalars: Dict[str, tf.Tensor]
+  pictures: Dict[str, tf.Tensor]
+
+
+def _resized(logits, like):
+  """float32 logits resized bilinearly to the spatial size of `like`."""
+  return tf.image.resize(tf.cast(logits, tf.float32), tf.shape(like)[1:3])
+
+
+def _levels(model, outputs, count=2):
+  """The `count` deepest backbone levels the decoder can read, deepest first.
+
+  Levels outside the backbone's output_specs (MobileNet's last 1x1
+  convolution) are left out: the segmentation path never trains them.
+  """
+  features = {level: value
+              for level, value in outputs['backbone_features'].items()
+              if level in model.backbone.output_specs}
+  return classifier_lib.feature_levels(features, count)
+
+
+def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
+                dataset, training):
+  """The classifier, refinement and their losses; the weak view's CAM logits.
+
+  Returns:
+    (losses dict, weak refined logits [B_u, h, w, C] without gradient,
+    update ops, variables).
+  """
+  num_classes, ignore = dataset.num_classes, dataset.ignore_label
+  count = tf.shape(labels)[0]
+  classifier = classifier_lib.ImageClassifier(num_classes)
+  refinement = classifier_lib.CamRefinement(num_classes, fusion.attention_dim)
+  both = _levels(model, outputs)
+  labeled = [level[:count] for level in both]
+  targets = classifier_lib.image_labels(labels, num_classes, ignore)
+  result = {'classifier': classifier_lib.classification_loss(
+      classifier(labeled[0]), targets)}
+  cam = classifier.cam(labeled[0], targets)
+  # Labeled crops mark padding with the ignore label (so do object borders,
+  # which the attention then skips too).
+  valid = tf.cast(tf.not_equal(labels, ignore), tf.float32)
+  inputs = labeled + [cam]
+  refined = refinement(labeled, cam, valid, training=training)
+  result['refinement'] = losses.segmentation_loss(refined, labels, ignore)
+  weak = [tf.stop_gradient(level) for level in _levels(model, weak_outputs)]
+  if fusion.weakly:
+    weak_targets = classifier_lib.image_labels(
+        features[UNLABELED + 'label'], num_classes, ignore)
+    strong_targets = classifier_lib.image_labels(
+        features[UNLABELED + 'strong_label'], num_classes, ignore)
+    result['classifier'] += classifier_lib.classification_loss(
+        classifier([level[count:] for level in both][0]), strong_targets)
+  else:
+    weak_targets = tf.cast(tf.sigmoid(classifier(weak[0])) >= 0.5,
+                           tf.float32)
+  weak_refined = refinement(weak, classifier.cam(weak[0], weak_targets),
+                            features[UNLABELED + 'weak_valid'],
+                            training=training)
+  updates = (refinement.get_updates_for(None) +
+             refinement.get_updates_for(inputs))
+  return (result, tf.stop_gradient(weak_refined), updates,
+          classifier.trainable_variables + refinement.trainable_variables)
+
+
+def _monitors(targets, strong_logits, kept, valid, features, dataset):
+  """Share kept and the accuracies of pseudo labels and strong predictions."""
+  strong_label = features[UNLABELED + 'strong_label'][..., 0]
+  scalars = {'kept_share': tf.math.divide_no_nan(
+      tf.reduce_sum(kept * valid), tf.reduce_sum(valid))}
+  for name, values in (('pseudo', targets), ('strong', strong_logits)):
+    predictions = tf.argmax(values, axis=-1, output_type=tf.int32)
+    pixel, balanced = pseudo_labels.accuracies(
+        predictions, strong_label, dataset.num_classes, dataset.ignore_label,
+        valid)
+    scalars[f'{name}_accuracy'] = pixel
+    scalars[f'{name}_balanced_accuracy'] = balanced
+  return scalars
+
+
+def _pictures(features, targets, dataset):
+  """The strong views, their ground truth and their pseudo labels."""
+  colours = palettes.label_colours(dataset.palette, dataset.ignore_label)
+  valid = features[UNLABELED + 'strong_valid'][..., 0] > 0
+  pseudo = tf.where(valid, tf.argmax(targets, -1, output_type=tf.int32),
+                    dataset.ignore_label)
+  pictures = palettes.pictures(features[UNLABELED + 'strong_image'],
+                               features[UNLABELED + 'strong_label'], pseudo,
+                               colours)
+  return {f'pictures/unlabeled_{tag}': value
+          for tag, value in (('strong', pictures['image']),
+                             ('label', pictures['label']),
+                             ('pseudo_label', pictures['prediction']))}
+
+
+def build_step(model, features, labels, training, dataset, options,
+               global_step):
+  """The losses of one semi-supervised training step.
+
+  The labeled images and the strong views go through the model in one
+  batch; the weak views go through it once more, forward only: their
+  prediction is the pseudo label's source, so no gradient reaches them and
+  their batch-norm statistics are not applied.
+
+  Args:
+    model: a `model.SegmentationModel`.
+    features: the semi-supervised input_fn's features: the labeled batch's
+      and the unlabeled batch's under 'unlabeled/'.
+    labels: int32 [B, H, W, 1], the labeled batch's.
+    training: bool, the model's `training` flag.
+    dataset: the `DatasetInfo`.
+    options: a `SemiSupervisedOptions`.
+    global_step: int64 scalar tensor, for the ramp-up.
+
+  Returns:
+    A `Step`.
+  """
+  images = features['image']
+  strong = features[UNLABELED + 'strong_image']
+  with_features = options.cam_fusion is not None
+  both = tf.concat([images, strong], axis=0)
+  outputs = model(both, training=training, with_features=with_features)
+  weak_outputs = model(features[UNLABELED + 'image'], training=training,
+                       with_features=with_features)
+  count = tf.shape(images)[0]
+  logits = outputs['logits'][:count]
+  strong_logits = _resized(outputs['logits'][count:], strong)
+  weak_logits = _resized(tf.stop_gradient(weak_outputs['logits']), strong)
+  step_losses = {'segmentation': losses.segmentation_loss(
+      logits, labels, dataset.ignore_label)}
+  update_ops = model.get_updates_for(both) + model.get_updates_for(None)
+  variables = []
+  if with_features:
+    cam_losses, refined, updates, variables = _cam_branch(
+        options.cam_fusion, model, outputs, weak_outputs, features, labels,
+        dataset, training)
+    step_losses.update(cam_losses)
+    update_ops += updates
+    probabilities = pseudo_labels.calibrated_fusion(
+        weak_logits, _resized(refined, strong))
+  else:
+    probabilities = tf.nn.softmax(weak_logits)
+  targets, kept = options.labeler(probabilities)
+  # The strong view may hold pasted boxes of other images (CutMix): their
+  # pseudo labels are pasted alike.
+  mix_index = features[UNLABELED + 'mix_index']
+  mix_mask = features[UNLABELED + 'mix_mask']
+  targets = views.mix(targets, mix_index, mix_mask)
+  kept = views.mix(kept[..., None], mix_index, mix_mask)[..., 0]
+  valid = features[UNLABELED + 'strong_valid'][..., 0]
+  weight = options.unlabeled_weight * pseudo_labels.rampup(
+      global_step, options.rampup_steps)
+  consistency = pseudo_labels.consistency_loss(strong_logits, targets, kept,
+                                               valid)
+  step_losses['consistency'] = weight * consistency
+  scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
+  scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
+  scalars.update({f'{name}_loss': value for name, value in step_losses.items()
+                  if name in ('classifier', 'refinement')})
+  return Step(logits=logits, losses=step_losses, update_ops=update_ops,
+              variables=variables,
+              scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},
+              pictures=_pictures(features, targets, dataset))

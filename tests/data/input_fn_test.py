@@ -10,6 +10,7 @@ from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
+from official_seg.data import views
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
@@ -167,6 +168,48 @@ class InputFnTest(testing_utils.TinyDataTestCase):
     with self.assertRaisesRegex(FileNotFoundError,
                                 f'{empty}/train-.....-of-.....\\.tfrecord'):
       self._build(True, data_dir=empty)
+
+
+  def _two_streams(self, split='val', unlabeled_batch_size=4, probability=0.5):
+    dataset = dataset_info.DatasetInfo()
+    parser = views.UnlabeledParser(dataset.ignore_label, crop_size=(17, 17),
+                                   cutout_size=6)
+    stream = views.UnlabeledStream(split, unlabeled_batch_size, parser,
+                                   probability, labeled_batch_size=4)
+    return input_lib.make_input_fn(dataset, True, unlabeled=stream)
+
+  def test_unlabeled_stream_is_zipped_in_split_like_the_labeled_one(self):
+    input_fn = self._two_streams(unlabeled_batch_size=6)
+    for per_call, unlabeled_per_call in ((4, 6), (2, 3)):
+      batches = input_fn({'batch_size': per_call})
+      for key, spec in batches.element_spec[0].items():
+        self.assertTrue(spec.shape.is_fully_defined(), key)
+      features, labels = next(iter(batches))
+      self.assertEqual(labels.shape, (per_call, 33, 33, 1))
+      self.assertEqual(features['image'].shape, (per_call, 33, 33, 3))
+      self.assertEqual(features['unlabeled/label'].shape,
+                       (unlabeled_per_call, 17, 17, 1))
+      self.assertCountEqual(
+          [key for key in features if key.startswith('unlabeled/')],
+          ['unlabeled/' + key for key in (
+              'image', 'strong_image', 'weak_valid', 'strong_valid',
+              'strong_label', 'mix_index', 'mix_mask', 'height', 'width',
+              'valid', 'label')])
+      self.assertEqual(features['unlabeled/mix_index'].shape,
+                       (unlabeled_per_call,))
+      self.assertEqual(features['unlabeled/strong_image'].shape,
+                       (unlabeled_per_call, 17, 17, 3))
+
+  def test_unlabeled_batch_the_replicas_cannot_split_says_so(self):
+    with self.assertRaisesRegex(
+        ValueError, r'build_estimator.unlabeled_batch_size \(3\).* 2 replicas'):
+      self._two_streams(unlabeled_batch_size=3)({'batch_size': 2})
+
+  def test_unlabeled_split_without_shards_names_pattern_and_macro(self):
+    with self.assertRaisesRegex(
+        FileNotFoundError, "UNLABELED_SPLIT = 'nothing'.*"
+        f"{self.data_dir}/nothing-.....-of-.....\\.tfrecord"):
+      self._two_streams(split='nothing')({'batch_size': 4})
 
 
 if __name__ == '__main__':

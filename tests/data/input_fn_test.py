@@ -212,5 +212,25 @@ class InputFnTest(testing_utils.TinyDataTestCase):
       self._two_streams(split='nothing')({'batch_size': 4})
 
 
+  def test_unlabeled_scope_binds_the_parser_and_its_jitter(self):
+    gin.parse_config(['unlabeled/UnlabeledParser.crop_size = (9, 9)',
+                      'unlabeled/UnlabeledParser.cutout_size = 0'])
+    with gin.config_scope('unlabeled'):
+      parser = views.UnlabeledParser(255)
+    stream = views.UnlabeledStream('val', 2, parser, 0.0, 2)
+    input_fn = input_lib.make_input_fn(dataset_info.DatasetInfo(), True,
+                                       unlabeled=stream)
+    features, _ = next(iter(input_fn({'batch_size': 2})))
+    self.assertEqual(features['unlabeled/image'].shape, (2, 9, 9, 3))
+    self.assertGreater(np.abs(features['unlabeled/strong_image'] -
+                              features['unlabeled/image']).max(), 0.1)
+    gin.parse_config(['unlabeled/color_jitter.brightness = 0',
+                      'unlabeled/color_jitter.contrast = None',
+                      'unlabeled/color_jitter.saturation = None',
+                      'unlabeled/color_jitter.hue = 0'])
+    features, _ = next(iter(input_fn({'batch_size': 2})))
+    self.assertAllClose(features['unlabeled/strong_image'],
+                        features['unlabeled/image'], atol=1e-4)
+
 if __name__ == '__main__':
   tf.test.main()

@@ -27,6 +27,9 @@ WIDE_CONFIGURABLES = {
     # flip, three resize settings, mean and stddev): users port them from
     # DeepLab configs by name.
     'official_seg.data.preprocess.Parser',
+    # Parser's ten geometry arguments, so that unlabeled/ binds them by the
+    # same names, plus the strong view's jitter switch and cutout size.
+    'official_seg.data.views.UnlabeledParser',
     # tf.estimator/TPU RunConfig's own arguments, passed through by name.
     'official_seg.runtime.run_config.build_run_config',
 }

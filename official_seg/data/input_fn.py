@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from official_seg.data import preprocess
 from official_seg.data import tfexample
+from official_seg.data import views
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -242,7 +243,7 @@ def build_dataset(batch_size,
                           cycle_length, seed, skip_corrupt)
   if is_training and not cache_decoded:
     records = records.shuffle(shuffle_buffer_size, seed=seed)
-  decoder = tfexample.Decoder()
+  decoder = tfexample.Decoder(label_optional=parser.label_optional)
   if skip_corrupt or cache_decoded:
     examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
                         cache_filename, f"split {split!r} of {data_dir}")
@@ -308,7 +309,7 @@ def make_parser(is_training, dataset):
                              num_classes=dataset.num_classes)
 
 
-def make_input_fn(dataset, is_training, parser=None):
+def make_input_fn(dataset, is_training, parser=None, unlabeled=None):
   """Returns the training or evaluation input_fn of a dataset.
 
   It follows the TPUEstimator contract: the returned function reads
@@ -322,6 +323,8 @@ def make_input_fn(dataset, is_training, parser=None):
     is_training: bool.
     parser: optional `preprocess.Parser` to share (serving reuses the eval
       one); default `make_parser(is_training, dataset)`.
+    unlabeled: optional `views.UnlabeledStream` (training): its batches,
+      built in the `unlabeled/` scope, zipped in by `views.zip_unlabeled`.
   """
   scope = 'train' if is_training else 'eval'
   parser = parser or make_parser(is_training, dataset)
@@ -329,7 +332,17 @@ def make_input_fn(dataset, is_training, parser=None):
 
   def input_fn(params, input_context=None):
     with gin.config_scope(scope):
-      return build_dataset(params['batch_size'], parser, dataset.data_dir,
-                           split, input_context)
+      labeled = build_dataset(params['batch_size'], parser, dataset.data_dir,
+                              split, input_context)
+    if unlabeled is None:
+      return labeled
+
+    def build_unlabeled(batch_size):
+      with gin.config_scope('unlabeled'):
+        return build_dataset(batch_size, unlabeled.parser, dataset.data_dir,
+                             unlabeled.split, input_context)
+
+    return views.zip_unlabeled(labeled, unlabeled, params['batch_size'],
+                               build_unlabeled)
 
   return input_fn

@@ -11,6 +11,9 @@ from official_seg.data import image_ops
 class Parser:
   """Parses decoded examples into (features, labels) for training or eval."""
 
+  # Whether examples without a label map are read (tfexample.Decoder).
+  label_optional = False
+
   def __init__(self,
                is_training,
                ignore_label,
@@ -170,6 +173,21 @@ class Parser:
 
   def _augment(self, image, label, seed):
     """DeepLab's scale, pad, crop and flip, computing only the crop's pixels."""
+    image, label, paddings = self._crop(image, label, seed)
+    return self._pad(self.normalize(image), label, paddings)
+
+  def _crop(self, image, label, seed):
+    """The scaled, cropped and flipped pixels inside the image, unpadded.
+
+    Args:
+      image: uint8 or float32 [H, W, 3].
+      label: int32 [H, W, 1].
+      seed: optional int32 or int64 [2], the stateless seed of the geometry.
+
+    Returns:
+      (image float32 [h, w, 3] in the input's range, label int32 [h, w, 1],
+      paddings int32 [3, 2] that `_pad` applies to reach the crop size).
+    """
     scale_seed, crop_seed = image_ops.split_seed(seed, 2)
     scale = image_ops.random_scale_factor(*self._scales, seed=scale_seed)
     size = tf.cast(tf.round(tf.cast(tf.shape(image)[:2], tf.float32) * scale),
@@ -181,12 +199,14 @@ class Parser:
     box = image_ops.crop_box(size, offset, inside, flipped)[None]
     image = tf.image.crop_and_resize(image[None], box, [0], inside)[0]
     label = tf.image.crop_and_resize(label[None], box, [0], inside, 'nearest')
-    # As DeepLab: the normalized image padded with 0 (the mean pixel), the
-    # label with the ignore label, at the bottom and right before the flip.
+    # As DeepLab: padded at the bottom and right before the flip.
     left = tf.where(flipped, pad[1], 0)
-    paddings = [[0, pad[0]], [left, pad[1] - left], [0, 0]]
-    image = self.normalize(image)
-    label = tf.cast(label[0], tf.int32)
+    paddings = tf.stack([[0, pad[0]], [left, pad[1] - left], [0, 0]])
+    return image, tf.cast(label[0], tf.int32), paddings
+
+  def _pad(self, image, label, paddings):
+    """As DeepLab: the normalized image padded with 0 (the mean pixel), the
+    label with the ignore label."""
     return (tf.pad(image, paddings),
             tf.pad(label, paddings, constant_values=self._ignore_label))
 

@@ -34,7 +34,8 @@ def make_example(image_bytes, label_bytes, filename, image_format, height,
 
   Args:
     image_bytes: bytes, the encoded JPEG or PNG image.
-    label_bytes: bytes, the single-channel PNG label map.
+    label_bytes: bytes, the single-channel PNG label map; None writes an
+      example without one (unlabeled data, see `Decoder`).
     filename: str, the image's name, reported in errors and predictions.
     image_format: str, 'jpeg' or 'png'.
     height: int, image height in pixels.
@@ -44,16 +45,18 @@ def make_example(image_bytes, label_bytes, filename, image_format, height,
   Returns:
     A `tf.train.Example`.
   """
-  return tf.train.Example(features=tf.train.Features(feature={
+  feature = {
       IMAGE_ENCODED: _bytes(image_bytes),
       IMAGE_FILENAME: _bytes(filename.encode('utf-8')),
       IMAGE_FORMAT: _bytes(image_format.encode('utf-8')),
       IMAGE_HEIGHT: _int64(height),
       IMAGE_WIDTH: _int64(width),
       IMAGE_CHANNELS: _int64(channels),
-      LABEL_ENCODED: _bytes(label_bytes),
-      LABEL_FORMAT: _bytes(b'png'),
-  }))
+  }
+  if label_bytes is not None:
+    feature.update({LABEL_ENCODED: _bytes(label_bytes),
+                    LABEL_FORMAT: _bytes(b'png')})
+  return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
 def placeholder_example():
@@ -141,9 +144,16 @@ def _assert_with_filename(condition, filename, message):
 
 
 class Decoder:
-  """Parses serialized DeepLab examples into image, label and metadata tensors."""
+  """Parses serialized DeepLab examples into image, label and metadata tensors.
 
-  def __init__(self):
+  Args:
+    label_optional: bool; False (labeled data) makes an example without a
+      label map an error, True (unlabeled data) decodes it with an all-zero
+      label and 'has_label' False.
+  """
+
+  def __init__(self, label_optional=False):
+    self._label_optional = label_optional
     self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
                      LABEL_ENCODED: b''}
 
@@ -171,11 +181,14 @@ class Decoder:
         values[IMAGE_FILENAME], input_encoding='UTF-8',
         output_encoding='UTF-8', errors='replace')
     image, label = values[IMAGE_ENCODED], values[LABEL_ENCODED]
+    label_ok = is_png(label)
+    if self._label_optional:
+      label_ok = tf.logical_or(label_ok, tf.equal(label, b''))
     checks = [
         _assert_with_filename(
             tf.logical_or(tf.io.is_jpeg(image), is_png(image)), filename,
             f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
-        _assert_with_filename(is_png(label), filename,
+        _assert_with_filename(label_ok, filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
     with tf.control_dependencies(checks):
@@ -190,7 +203,8 @@ class Decoder:
     Returns:
       A dict with 'image' (uint8 [H, W, 3]), 'label' (uint8 [H, W, 1]),
       'filename' (scalar string), 'height' and 'width' (scalar int32 of the
-      decoded image).
+      decoded image); with `label_optional`, also 'has_label' (bool scalar;
+      when False the label is all 0).
 
     Raises:
       tf.errors.DataLossError: at run time, for bytes that are not an
@@ -201,21 +215,30 @@ class Decoder:
     """
     image_bytes, label_bytes, filename = self.encoded(serialized)
     image = decode_rgb(image_bytes)
-    label = tf.io.decode_png(label_bytes, channels=1)
     image_size = tf.shape(image)[:2]
+    if self._label_optional:
+      has_label = tf.not_equal(label_bytes, b'')
+      label = tf.cond(
+          has_label, lambda: tf.io.decode_png(label_bytes, channels=1),
+          lambda: tf.zeros(tf.concat([image_size, [1]], 0), tf.uint8))
+    else:
+      label = tf.io.decode_png(label_bytes, channels=1)
     check = tf.debugging.Assert(
         tf.reduce_all(tf.equal(image_size, tf.shape(label)[:2])),
         ['Image and label sizes differ in example', filename, 'image',
          image_size, 'label', tf.shape(label)[:2]])
     with tf.control_dependencies([check]):
       label = tf.identity(label)
-    return {
+    decoded = {
         'image': image,
         'label': label,
         'filename': filename,
         'height': image_size[0],
         'width': image_size[1],
     }
+    if self._label_optional:
+      decoded['has_label'] = has_label
+    return decoded
 
   def decode_label(self, serialized):
     """Decodes the label of one serialized example, leaving the image encoded.

@@ -10,6 +10,7 @@ from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
+from official_seg.data import views
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
@@ -168,6 +169,68 @@ class InputFnTest(testing_utils.TinyDataTestCase):
                                 f'{empty}/train-.....-of-.....\\.tfrecord'):
       self._build(True, data_dir=empty)
 
+
+  def _two_streams(self, split='val', unlabeled_batch_size=4, probability=0.5):
+    dataset = dataset_info.DatasetInfo()
+    parser = views.UnlabeledParser(dataset.ignore_label, crop_size=(17, 17),
+                                   cutout_size=6)
+    stream = views.UnlabeledStream(split, unlabeled_batch_size, parser,
+                                   probability, labeled_batch_size=4)
+    return input_lib.make_input_fn(dataset, True, unlabeled=stream)
+
+  def test_unlabeled_stream_is_zipped_in_split_like_the_labeled_one(self):
+    input_fn = self._two_streams(unlabeled_batch_size=6)
+    for per_call, unlabeled_per_call in ((4, 6), (2, 3)):
+      batches = input_fn({'batch_size': per_call})
+      for key, spec in batches.element_spec[0].items():
+        self.assertTrue(spec.shape.is_fully_defined(), key)
+      features, labels = next(iter(batches))
+      self.assertEqual(labels.shape, (per_call, 33, 33, 1))
+      self.assertEqual(features['image'].shape, (per_call, 33, 33, 3))
+      self.assertEqual(features['unlabeled/label'].shape,
+                       (unlabeled_per_call, 17, 17, 1))
+      self.assertCountEqual(
+          [key for key in features if key.startswith('unlabeled/')],
+          ['unlabeled/' + key for key in (
+              'image', 'strong_image', 'weak_valid', 'strong_valid',
+              'strong_label', 'mix_index', 'mix_mask', 'height', 'width',
+              'valid', 'label')])
+      self.assertEqual(features['unlabeled/mix_index'].shape,
+                       (unlabeled_per_call,))
+      self.assertEqual(features['unlabeled/strong_image'].shape,
+                       (unlabeled_per_call, 17, 17, 3))
+
+  def test_unlabeled_batch_the_replicas_cannot_split_says_so(self):
+    with self.assertRaisesRegex(
+        ValueError, r'build_estimator.unlabeled_batch_size \(3\).* 2 replicas'):
+      self._two_streams(unlabeled_batch_size=3)({'batch_size': 2})
+
+  def test_unlabeled_split_without_shards_names_pattern_and_macro(self):
+    with self.assertRaisesRegex(
+        FileNotFoundError, "UNLABELED_SPLIT = 'nothing'.*"
+        f"{self.data_dir}/nothing-.....-of-.....\\.tfrecord"):
+      self._two_streams(split='nothing')({'batch_size': 4})
+
+
+  def test_unlabeled_scope_binds_the_parser_and_its_jitter(self):
+    gin.parse_config(['unlabeled/UnlabeledParser.crop_size = (9, 9)',
+                      'unlabeled/UnlabeledParser.cutout_size = 0'])
+    with gin.config_scope('unlabeled'):
+      parser = views.UnlabeledParser(255)
+    stream = views.UnlabeledStream('val', 2, parser, 0.0, 2)
+    input_fn = input_lib.make_input_fn(dataset_info.DatasetInfo(), True,
+                                       unlabeled=stream)
+    features, _ = next(iter(input_fn({'batch_size': 2})))
+    self.assertEqual(features['unlabeled/image'].shape, (2, 9, 9, 3))
+    self.assertGreater(np.abs(features['unlabeled/strong_image'] -
+                              features['unlabeled/image']).max(), 0.1)
+    gin.parse_config(['unlabeled/color_jitter.brightness = 0',
+                      'unlabeled/color_jitter.contrast = None',
+                      'unlabeled/color_jitter.saturation = None',
+                      'unlabeled/color_jitter.hue = 0'])
+    features, _ = next(iter(input_fn({'batch_size': 2})))
+    self.assertAllClose(features['unlabeled/strong_image'],
+                        features['unlabeled/image'], atol=1e-4)
 
 if __name__ == '__main__':
   tf.test.main()

@@ -66,6 +66,25 @@ class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
                                 '(?s)class/encoded is not a PNG.*jpeg_label.png'):
       tfexample.Decoder().decode(tf.constant(example.SerializeToString()))
 
+  def test_example_without_label_decodes_only_when_labels_are_optional(self):
+    image = np.random.default_rng(1).integers(0, 256, (5, 6, 3), np.uint8)
+    example = tfexample.make_example(tf.io.encode_png(image).numpy(), None,
+                                     'u.png', 'png', 5, 6)
+    self.assertNotIn(tfexample.LABEL_ENCODED, example.features.feature)
+    serialized = tf.constant(example.SerializeToString())
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)not a PNG image.*u.png'):
+      tfexample.Decoder().decode(serialized)
+    decoded = tfexample.Decoder(label_optional=True).decode(serialized)
+    self.assertAllEqual(decoded['image'], image)
+    self.assertAllEqual(decoded['label'], np.zeros((5, 6, 1), np.uint8))
+    self.assertFalse(decoded['has_label'])
+    labeled = _example(image, np.full((5, 6, 1), 3, np.uint8))
+    decoded = tfexample.Decoder(label_optional=True).decode(
+        tf.constant(labeled.SerializeToString()))
+    self.assertTrue(decoded['has_label'])
+    self.assertAllEqual(decoded['label'], np.full((5, 6, 1), 3))
+
   def test_bytes_that_are_not_an_example_fail_cleanly(self):
     with self.assertRaises(tf.errors.DataLossError):
       tfexample.Decoder().decode(tf.constant(b'\xf3\xfe\x08\xfa garbage'))

@@ -15,6 +15,7 @@ import sys
 
 from absl import app
 from absl import flags
+import numpy as np
 
 from official_seg.data import convert
 from official_seg.data import dataset_info
@@ -47,6 +48,9 @@ flags.DEFINE_integer('num_shards', 0, 'Shards of the subset; 0 keeps the '
                      "split's number, at most one per image.")
 flags.DEFINE_bool('overwrite', False, 'Replace the shards of an earlier '
                   'subset of the same --name.')
+flags.DEFINE_bool('complement', False, 'Also write the other images of the '
+                  'split, as <name>_rest, for an unlabeled split that holds '
+                  'none of the labeled images.')
 flags.DEFINE_enum('layout', None, ['voc', 'folders'], 'Read the raw dataset '
                   'in this layout and write a split list (<name>.txt) for '
                   'tools/build_tfrecords.py instead of shards.')
@@ -120,33 +124,56 @@ def _headline(what, subset, labels, info, fraction):
           f'{info.train_split} ({how}, seed {FLAGS.seed})')
 
 
+def _rest(labels, subset):
+  """int64 rows of the split that the subset leaves out; raises if none."""
+  rest = np.setdiff1d(np.arange(len(labels.names)), subset.indices)
+  if not rest.size:
+    raise ValueError('--complement: the subset holds every image of the '
+                     'split, so no image is left for <name>_rest.')
+  return rest
+
+
 def from_shards(info, fraction, name):
   """Writes the subset of a split's shards as the split `name`."""
   if not info.data_dir:
     raise ValueError('Give --data_dir, or a --gin_file that sets DATA_DIR.')
-  subsets.check_target(info.data_dir, info.train_split, name,
-                       FLAGS.overwrite)
+  names = [name] + ([f'{name}_rest'] if FLAGS.complement else [])
+  for target in names:
+    subsets.check_target(info.data_dir, info.train_split, target,
+                         FLAGS.overwrite)
   files = input_fn.list_shards(info.data_dir, info.train_split)
   labels = subsets.read_shards(info.data_dir, info.train_split)
   subset = _chosen(labels, info, fraction)
-  num_shards = min(FLAGS.num_shards or len(files), len(subset.indices))
-  subsets.write_shards(info.data_dir, info.train_split, name, labels,
-                       subset.indices, num_shards)
-  pattern = tfexample.shard_pattern(info.data_dir, name)
+  parts = [subset.indices] + ([_rest(labels, subset)] if FLAGS.complement
+                              else [])
+  shards = []
+  for target, indices in zip(names, parts):
+    shards.append(min(FLAGS.num_shards or len(files), len(indices)))
+    subsets.write_shards(info.data_dir, info.train_split, target, labels,
+                         indices, shards[-1])
   print(_headline(f'Wrote split {name}', subset, labels, info, fraction) +
-        f' in {num_shards} shards ({pattern})')
+        f' in {shards[0]} shards '
+        f'({tfexample.shard_pattern(info.data_dir, name)})')
   print(subsets.format_report(labels, subset, info.class_names,
                               info.ignore_label))
+  unlabeled = info.train_split
+  if FLAGS.complement:
+    unlabeled = names[1]
+    print(f'Wrote split {unlabeled}: the other {len(parts[1])} images in '
+          f'{shards[1]} shards '
+          f'({tfexample.shard_pattern(info.data_dir, unlabeled)})')
   print(f'Train on it: --gin_param="TRAIN_SPLIT=\'{name}\'" '
-        f'--gin_param="UNLABELED_SPLIT=\'{info.train_split}\'"')
+        f'--gin_param="UNLABELED_SPLIT=\'{unlabeled}\'"')
 
 
 def from_layout(info, fraction, name):
   """Writes the subset of a raw dataset's split as `<name>.txt`."""
   list_path = os.path.join(_list_dir(), f'{name}.txt')
-  if os.path.exists(list_path) and not FLAGS.overwrite:
-    raise FileExistsError(f'{list_path} exists; pass --overwrite to replace '
-                          'it, or choose another --name.')
+  rest_path = os.path.join(_list_dir(), f'{name}_rest.txt')
+  for path in [list_path] + ([rest_path] if FLAGS.complement else []):
+    if os.path.exists(path) and not FLAGS.overwrite:
+      raise FileExistsError(f'{path} exists; pass --overwrite to replace '
+                            'it, or choose another --name.')
   pairs = layouts.find_pairs(
       FLAGS.layout, info.train_split, FLAGS.input_dir, FLAGS.image_dir,
       FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
@@ -155,12 +182,18 @@ def from_layout(info, fraction, name):
   labels = subsets.read_pairs(pairs, lookup,
                               convert.valid_label_text(FLAGS.layout, info))
   subset = _chosen(labels, info, fraction)
+  rest = _rest(labels, subset) if FLAGS.complement else None
   subsets.write_list(list_path, [labels.names[i] for i in subset.indices])
   print(_headline(f'Wrote {list_path}', subset, labels, info, fraction))
   print(subsets.format_report(labels, subset, info.class_names,
                               info.ignore_label))
+  splits = name
+  if rest is not None:
+    subsets.write_list(rest_path, [labels.names[i] for i in rest])
+    print(f'Wrote {rest_path}: the other {len(rest)} images')
+    splits += f',{name}_rest'
   print(f'Convert it: tools/build_tfrecords.py --layout={FLAGS.layout} '
-        f'--splits={name}' + (f' --split_list_dir={os.path.dirname(list_path)}'
+        f'--splits={splits}' + (f' --split_list_dir={os.path.dirname(list_path)}'
                               if FLAGS.layout == 'folders' else ''))
 
 

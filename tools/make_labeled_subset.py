@@ -118,6 +118,7 @@ def _chosen(labels, info, fraction):
 
 
 def _headline(what, subset, labels, info, fraction):
+  """The first line of the report: what was written, of what, how."""
   how = (f'fraction {fraction}' if fraction is not None
          else f'count {FLAGS.count}')
   return (f'{what}: {len(subset.indices)} of {len(labels.names)} images of '

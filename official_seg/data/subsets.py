@@ -219,8 +219,9 @@ def check_target(data_dir, split, name, overwrite):
 def write_shards(data_dir, split, name, labels, indices, num_shards):
   """Copies the chosen records of `split` into the new split `name`.
 
-  The records are copied unchanged through `convert.write_split`, which
-  writes the split's metadata file too; earlier shards of `name` go first.
+  The examples are copied as they are (images and labels not re-encoded)
+  through `convert.write_split`, which writes the split's metadata file too;
+  earlier shards of `name` go first.
 
   Args:
     data_dir: str, the folder of both splits.

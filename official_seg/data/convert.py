@@ -58,7 +58,7 @@ def _encoded(pairs, encode_fn, num_workers):
     yield from pool.imap(encode_fn, pairs, chunksize=4)
 
 
-def _clear_shards(output_dir, split, overwrite):
+def clear_shards(output_dir, split, overwrite):
   """Refuses, or with `overwrite` deletes, shards of `split` already there.
 
   The split's metadata file goes too: it would describe shards that no
@@ -103,7 +103,7 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
       shards; no shard of the split is left behind.
   """
   num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
-  _clear_shards(output_dir, split, overwrite)
+  clear_shards(output_dir, split, overwrite)
   encode_fn = functools.partial(encode.encode_pair, lookup=lookup,
                                 valid_text=valid_text)
   tally = split_metadata.Tally()
@@ -117,8 +117,30 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
                                    item.name, item.image_format, item.height,
                                    item.width)
 
+  written = write_split(examples(), output_dir, split, num_shards, tally)
+  return SplitSummary(split, written, num_shards, tally.label_counts,
+                      tfexample.shard_pattern(output_dir, split))
+
+
+def write_split(examples, output_dir, split, num_shards, tally):
+  """Writes examples as the shards of a split, then its metadata file.
+
+  Args:
+    examples: iterable of `tf.train.Example`.
+    output_dir: str, where the shards go.
+    split: str, the split name.
+    num_shards: int, how many shards.
+    tally: `split_metadata.Tally` holding every example's facts once
+      `examples` is exhausted.
+
+  Returns:
+    The number of examples written.
+
+  Raises:
+    Whatever `examples` raises; no shard of the split is left behind.
+  """
   try:
-    written = tfexample.write_shards(examples(), output_dir, split, num_shards)
+    written = tfexample.write_shards(examples, output_dir, split, num_shards)
     split_metadata.write(output_dir, split, tally.metadata(split))
   except BaseException:
     for index in range(num_shards):
@@ -126,8 +148,7 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
       if tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
     raise
-  return SplitSummary(split, written, num_shards, tally.label_counts,
-                      tfexample.shard_pattern(output_dir, split))
+  return written
 
 
 def format_summary(summary, info):

@@ -79,7 +79,7 @@ def _header_size(image):
                  lambda: tf.image.extract_jpeg_shape(image)[:2], png_size)
 
 
-def _record_facts(serialized):
+def record_facts(serialized):
   """(int32 [2] image size, int64 [256] label counts) of one record."""
   image, label_bytes, filename = tfexample.Decoder().encoded(serialized)
   size = _header_size(image)
@@ -117,7 +117,7 @@ def compute(data_dir, split, progress=False):
       and label sizes differ; decoding errors name the example.
   """
   dataset = tf.data.TFRecordDataset(input_fn.list_shards(data_dir, split))
-  dataset = dataset.map(_record_facts, num_parallel_calls=tf.data.AUTOTUNE,
+  dataset = dataset.map(record_facts, num_parallel_calls=tf.data.AUTOTUNE,
                         deterministic=False)
   tally = Tally()
   with tqdm.tqdm(desc=split, unit='img', disable=not progress) as bar:

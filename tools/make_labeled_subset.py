@@ -1,0 +1,226 @@
+"""Makes a class-balanced labeled subset of a split: new shards, or a split list.
+
+  # 1/16 of the shards of TRAIN_SPLIT, written beside them as train_1_16:
+  python tools/make_labeled_subset.py --gin_file=gin/datasets/synthetic.gin \
+    --fraction=1/16
+  # 1/8 of VOC's train list, as ImageSets/Segmentation/train_1_8.txt for
+  # tools/build_tfrecords.py --layout=voc --splits=train_1_8:
+  python tools/make_labeled_subset.py --layout=voc \
+    --input_dir=/data/VOCdevkit/VOC2012 --split=train --fraction=1/8
+"""
+
+import dataclasses
+import os
+import sys
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from official_seg.data import convert
+from official_seg.data import dataset_info
+from official_seg.data import input_fn
+from official_seg.data import layouts
+from official_seg.data import subsets
+from official_seg.data import tfexample
+from official_seg.runtime import gin_config
+
+flags.DEFINE_multi_string('gin_file', [], 'Gin files that set the dataset '
+                          'macros (NUM_CLASSES, CLASS_NAMES, IGNORE_LABEL, '
+                          'DATA_DIR, TRAIN_SPLIT); with --layout=voc default '
+                          'datasets/pascal_voc.gin.')
+flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+flags.DEFINE_string('split', None, 'The split to take the subset of; default '
+                    'TRAIN_SPLIT.')
+flags.DEFINE_integer('num_classes', None, 'Classes; default NUM_CLASSES.')
+flags.DEFINE_integer('ignore_label', None, 'Ignore label; default '
+                     'IGNORE_LABEL, else 255.')
+flags.DEFINE_string('fraction', None, 'Share of the split to keep: 1/2, 1/4, '
+                    '1/8, 1/16 (or any fraction); keeps round(n * fraction).')
+flags.DEFINE_integer('count', None, 'Images to keep, instead of --fraction.')
+flags.DEFINE_integer('seed', 0, 'Seed of the random draws; the same seed and '
+                     'split give the same subset.')
+flags.DEFINE_string('name', None, 'Name of the subset split; default '
+                    '<split>_1_16 for --fraction=1/16, <split>_<count> for '
+                    '--count.')
+flags.DEFINE_integer('num_shards', 0, 'Shards of the subset; 0 keeps the '
+                     "split's number, at most one per image.")
+flags.DEFINE_bool('overwrite', False, 'Replace the shards of an earlier '
+                  'subset of the same --name.')
+flags.DEFINE_bool('complement', False, 'Also write the other images of the '
+                  'split, as <name>_rest, for an unlabeled split that holds '
+                  'none of the labeled images.')
+flags.DEFINE_enum('layout', None, ['voc', 'folders'], 'Read the raw dataset '
+                  'in this layout and write a split list (<name>.txt) for '
+                  'tools/build_tfrecords.py instead of shards.')
+flags.DEFINE_string('input_dir', None, 'voc: VOCdevkit/VOC2012.')
+flags.DEFINE_string('image_dir', None, 'folders: the images.')
+flags.DEFINE_string('label_dir', None, 'folders: PNG labels, same stems.')
+flags.DEFINE_string('split_list_dir', None,
+                    'folders: optional <split>.txt lists of stems.')
+flags.DEFINE_string('label_subdir', None, 'voc: label folder, as '
+                    'tools/build_tfrecords.py takes it.')
+flags.DEFINE_string('output_list_dir', None, 'Where <name>.txt goes; default '
+                    'ImageSets/Segmentation (voc) or --split_list_dir '
+                    '(folders).')
+FLAGS = flags.FLAGS
+
+
+def dataset():
+  """The `DatasetInfo` of the gin files, flags taking precedence.
+
+  Its `train_split` is the split to read, its `data_dir` the shards' folder.
+
+  Raises:
+    ValueError: nothing says the number of classes or the split.
+  """
+  gin_files = FLAGS.gin_file or (
+      [layouts.LAYOUT_GIN_FILES[FLAGS.layout]]
+      if FLAGS.layout in layouts.LAYOUT_GIN_FILES and not FLAGS.num_classes
+      else [])
+  info = (gin_config.read_dataset(gin_files, FLAGS.gin_param)
+          if gin_files else None)
+  num_classes = FLAGS.num_classes or (info and info.num_classes)
+  split = FLAGS.split or (info and info.train_split)
+  if not (num_classes and split):
+    raise ValueError('Give --gin_file, or --split and --num_classes.')
+  ignore = FLAGS.ignore_label
+  if ignore is None:
+    ignore = info.ignore_label if info else 255
+  names = (info.class_names if info and info.num_classes == num_classes
+           else None)
+  fields = dict(num_classes=num_classes, class_names=names,
+                ignore_label=ignore, train_split=split,
+                data_dir=FLAGS.data_dir or (info and info.data_dir))
+  return (dataclasses.replace(info, **fields) if info
+          else dataset_info.DatasetInfo(**fields))
+
+
+def _list_dir():
+  """The folder of the subset's split list; raises ValueError if unknown."""
+  if FLAGS.output_list_dir:
+    return FLAGS.output_list_dir
+  if FLAGS.layout == 'voc' and FLAGS.input_dir:
+    return os.path.join(FLAGS.input_dir, 'ImageSets', 'Segmentation')
+  if FLAGS.split_list_dir:
+    return FLAGS.split_list_dir
+  raise ValueError('--layout=folders without --split_list_dir needs '
+                   '--output_list_dir for the subset list.')
+
+
+def _chosen(labels, info, fraction):
+  """The `Subset` of `labels` that the flags ask for."""
+  size = subsets.subset_size(len(labels.names), fraction, FLAGS.count)
+  presence = subsets.class_presence(labels.label_counts, info.num_classes,
+                                    info.ignore_label)
+  return subsets.select(presence, size, FLAGS.seed)
+
+
+def _headline(what, subset, labels, info, fraction):
+  """The first line of the report: what was written, of what, how."""
+  how = (f'fraction {fraction}' if fraction is not None
+         else f'count {FLAGS.count}')
+  return (f'{what}: {len(subset.indices)} of {len(labels.names)} images of '
+          f'{info.train_split} ({how}, seed {FLAGS.seed})')
+
+
+def _rest(labels, subset):
+  """int64 rows of the split that the subset leaves out; raises if none."""
+  rest = np.setdiff1d(np.arange(len(labels.names)), subset.indices)
+  if not rest.size:
+    raise ValueError('--complement: the subset holds every image of the '
+                     'split, so no image is left for <name>_rest.')
+  return rest
+
+
+def from_shards(info, fraction, name):
+  """Writes the subset of a split's shards as the split `name`."""
+  if not info.data_dir:
+    raise ValueError('Give --data_dir, or a --gin_file that sets DATA_DIR.')
+  names = [name] + ([f'{name}_rest'] if FLAGS.complement else [])
+  for target in names:
+    subsets.check_target(info.data_dir, info.train_split, target,
+                         FLAGS.overwrite)
+  files = input_fn.list_shards(info.data_dir, info.train_split)
+  labels = subsets.read_shards(info.data_dir, info.train_split)
+  subset = _chosen(labels, info, fraction)
+  parts = [subset.indices] + ([_rest(labels, subset)] if FLAGS.complement
+                              else [])
+  shards = []
+  for target, indices in zip(names, parts):
+    shards.append(min(FLAGS.num_shards or len(files), len(indices)))
+    subsets.write_shards(info.data_dir, info.train_split, target, labels,
+                         indices, shards[-1])
+  print(_headline(f'Wrote split {name}', subset, labels, info, fraction) +
+        f' in {shards[0]} shards '
+        f'({tfexample.shard_pattern(info.data_dir, name)})')
+  print(subsets.format_report(labels, subset, info.class_names,
+                              info.ignore_label))
+  unlabeled = info.train_split
+  if FLAGS.complement:
+    unlabeled = names[1]
+    print(f'Wrote split {unlabeled}: the other {len(parts[1])} images in '
+          f'{shards[1]} shards '
+          f'({tfexample.shard_pattern(info.data_dir, unlabeled)})')
+  print(f'Train on it: --gin_param="TRAIN_SPLIT=\'{name}\'" '
+        f'--gin_param="UNLABELED_SPLIT=\'{unlabeled}\'"')
+
+
+def from_layout(info, fraction, name):
+  """Writes the subset of a raw dataset's split as `<name>.txt`."""
+  list_path = os.path.join(_list_dir(), f'{name}.txt')
+  rest_path = os.path.join(_list_dir(), f'{name}_rest.txt')
+  for path in [list_path] + ([rest_path] if FLAGS.complement else []):
+    if os.path.exists(path) and not FLAGS.overwrite:
+      raise FileExistsError(f'{path} exists; pass --overwrite to replace '
+                            'it, or choose another --name.')
+  pairs = layouts.find_pairs(
+      FLAGS.layout, info.train_split, FLAGS.input_dir, FLAGS.image_dir,
+      FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
+  lookup = layouts.layout_lookup(FLAGS.layout, info.num_classes,
+                                 info.ignore_label)
+  labels = subsets.read_pairs(pairs, lookup,
+                              convert.valid_label_text(FLAGS.layout, info))
+  subset = _chosen(labels, info, fraction)
+  rest = _rest(labels, subset) if FLAGS.complement else None
+  subsets.write_list(list_path, [labels.names[i] for i in subset.indices])
+  print(_headline(f'Wrote {list_path}', subset, labels, info, fraction))
+  print(subsets.format_report(labels, subset, info.class_names,
+                              info.ignore_label))
+  splits = name
+  if rest is not None:
+    subsets.write_list(rest_path, [labels.names[i] for i in rest])
+    print(f'Wrote {rest_path}: the other {len(rest)} images')
+    splits += f',{name}_rest'
+  print(f'Convert it: tools/build_tfrecords.py --layout={FLAGS.layout} '
+        f'--splits={splits}' + (f' --split_list_dir={os.path.dirname(list_path)}'
+                              if FLAGS.layout == 'folders' else ''))
+
+
+def main(argv):
+  del argv  # Unused.
+  try:
+    fraction = (subsets.parse_fraction(FLAGS.fraction)
+                if FLAGS.fraction is not None else None)
+    if (fraction is None) == (FLAGS.count is None):
+      raise ValueError('Give exactly one of --fraction and --count.')
+    info = dataset()
+    name = FLAGS.name or subsets.default_name(info.train_split, fraction,
+                                              FLAGS.count)
+    if FLAGS.layout:
+      from_layout(info, fraction, name)
+    else:
+      from_shards(info, fraction, name)
+  except FileNotFoundError as e:
+    print(f'make_labeled_subset: {e} Check --data_dir and --split.',
+          file=sys.stderr)
+    return 1
+  except (ValueError, FileExistsError) as e:  # Includes DatasetError.
+    print(f'make_labeled_subset: {e}', file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == '__main__':
+  app.run(main)

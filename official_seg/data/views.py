@@ -108,7 +108,7 @@ class UnlabeledParser(preprocess.Parser):
                mean_rgb=preprocess_ops.MEAN_RGB,
                stddev_rgb=preprocess_ops.STDDEV_RGB,
                strong_jitter=True,
-               cutout_size=100):
+               cutout_fraction=0.2):
     """Initializes the parser; built in the gin scope `unlabeled/`.
 
     Args:
@@ -120,8 +120,9 @@ class UnlabeledParser(preprocess.Parser):
         geometry and normalization that both views share.
       strong_jitter: bool, colour-jitter the strong view (`color_jitter`,
         whose strengths gin binds as `unlabeled/color_jitter.*`).
-      cutout_size: int, the cutout square's largest side in pixels of the
-        crop (PseudoSeg: 100 at crop 513); 0 turns cutout off.
+      cutout_fraction: float, the cutout square's largest side as a share
+        of the crop's shorter side (PseudoSeg: 100 pixels at crop 513); 0
+        turns cutout off.
     """
     super().__init__(
         True, ignore_label, num_classes, crop_size=crop_size,
@@ -131,7 +132,7 @@ class UnlabeledParser(preprocess.Parser):
         max_resize_value=max_resize_value, resize_factor=resize_factor,
         mean_rgb=mean_rgb, stddev_rgb=stddev_rgb)
     self._strong_jitter = strong_jitter
-    self._cutout_size = int(cutout_size)
+    self._cutout_size = int(round(cutout_fraction * min(self._crop_size)))
 
   def __call__(self, decoded, seed=None):
     """Maps a decoded example (`tfexample.Decoder`) to (features, label).
@@ -302,8 +303,8 @@ class UnlabeledStream:
     replicas = max(self.labeled_batch_size // labeled_per_call, 1)
     if self.batch_size % replicas:
       raise ValueError(
-          f'build_estimator.unlabeled_batch_size ({self.batch_size}) does '
-          f'not split evenly over {replicas} replicas (input pipelines); '
+          f'unlabeled_stream.batch_size ({self.batch_size}, macro '
+          f'UNLABELED_BATCH_SIZE) does not split evenly over {replicas} replicas (input pipelines); '
           f'set it to a multiple of {replicas}.')
     return self.batch_size // replicas
 

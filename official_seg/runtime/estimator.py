@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
+from official_seg.data import views
 from official_seg.runtime import cluster
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import tpu_estimator
@@ -87,6 +88,37 @@ def _serving_estimator(model_fn, run_config):
                                 config=run_config, params={'use_tpu': False})
 
 
+@gin.configurable(denylist=['dataset', 'labeled_batch_size'])
+def unlabeled_stream(dataset,
+                     labeled_batch_size,
+                     split=gin.REQUIRED,
+                     batch_size=gin.REQUIRED,
+                     cutmix_probability=0.0):
+  """The unlabeled training stream of semi-supervised training.
+
+  gin/semi_supervised/*.gin bind it: `split` to the macro UNLABELED_SPLIT,
+  `batch_size` to UNLABELED_BATCH_SIZE; its parser is built in the
+  `unlabeled/` gin scope.
+
+  Args:
+    dataset: the `DatasetInfo` (the shards' folder, classes, ignore label).
+    labeled_batch_size: int, the global labeled batch.
+    split: str, the split of unlabeled images (may be the labeled split's
+      superset; its label maps, if any, only feed the monitors).
+    batch_size: int, the global unlabeled batch, split over replicas like
+      the labeled one.
+    cutmix_probability: float in [0, 1], the share of strong views that get
+      a box of another unlabeled image pasted in (`views.cutmix`).
+
+  Returns:
+    A `views.UnlabeledStream`.
+  """
+  with gin.config_scope('unlabeled'):
+    parser = views.UnlabeledParser(dataset.ignore_label, dataset.num_classes)
+  return views.UnlabeledStream(split, batch_size, parser, cutmix_probability,
+                               labeled_batch_size)
+
+
 @gin.configurable(denylist=['run_config'])
 def build_estimator(run_config,
                     train_batch_size=gin.REQUIRED,
@@ -117,7 +149,9 @@ def build_estimator(run_config,
   options = model_fn_lib.ModelFnOptions()
   model_fn = model_fn_lib.make_model_fn(dataset, options)
   eval_parser = input_lib.make_parser(False, dataset)
-  train_fn = input_lib.make_input_fn(dataset, True)
+  unlabeled = (unlabeled_stream(dataset, train_batch_size)
+               if options.semi_supervised else None)
+  train_fn = input_lib.make_input_fn(dataset, True, unlabeled=unlabeled)
   eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
   if use_tpu_estimator != isinstance(run_config, tpu_estimator.tpu.RunConfig):
@@ -139,6 +173,8 @@ def build_estimator(run_config,
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
+  if unlabeled:  # Fails before any work when the replicas cannot split it.
+    unlabeled.per_call_batch_size(train_batch)
   estimator = tf.estimator.Estimator(
       model_fn=model_fn_lib.estimator_model_fn(model_fn), config=run_config,
       params={'use_tpu': False})

@@ -18,7 +18,7 @@ from official_seg.runtime import tpu_estimator
 from official_seg.training import averaging
 from official_seg.training import optimizers
 from official_seg.training import schedules
-from official_seg.training import semi_supervised
+from official_seg.training import semi_supervised as semi_lib
 from official_seg.training import summaries
 from official_seg.training import warm_start
 
@@ -64,7 +64,7 @@ class ModelFnOptions:
   jit_compile: bool = False
   moving_average_decay: Optional[float] = None
   quantize_delay_step: Optional[int] = None
-  semi_supervised: Optional[semi_supervised.SemiSupervisedOptions] = None
+  semi_supervised: Optional[semi_lib.SemiSupervisedOptions] = None
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
@@ -163,7 +163,7 @@ def _supervised_step(model, images, labels, training, dataset, options):
   with _xla_scope(options.jit_compile):
     logits = model(images, training=training)['logits']
     seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
-  return semi_supervised.Step(
+  return semi_lib.Step(
       logits=logits, losses={'segmentation': seg_loss},
       # Keras layers built in a graph keep their batch-norm updates per input.
       update_ops=model.get_updates_for(images) + model.get_updates_for(None),
@@ -209,7 +209,7 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
     training = options.fine_tune_batch_norm
     if options.semi_supervised:
       with _xla_scope(options.jit_compile):
-        step = semi_supervised.build_step(
+        step = semi_lib.build_step(
             model, features, labels, training, dataset,
             options.semi_supervised,
             tf.compat.v1.train.get_or_create_global_step())

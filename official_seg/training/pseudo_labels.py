@@ -162,7 +162,7 @@ def accuracies(predictions, labels, num_classes, ignore_label, weights):
   """
   labels = tf.cast(labels, tf.int32)
   weights = weights * tf.cast(tf.not_equal(labels, ignore_label), tf.float32)
-  safe = tf.where(labels == ignore_label, 0, labels)
+  safe = tf.where(tf.equal(labels, ignore_label), 0, labels)
   right = tf.cast(tf.equal(predictions, safe), tf.float32) * weights
   pixel = tf.math.divide_no_nan(tf.reduce_sum(right), tf.reduce_sum(weights))
   flat = tf.reshape(safe, [-1])

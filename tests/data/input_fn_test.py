@@ -173,7 +173,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
   def _two_streams(self, split='val', unlabeled_batch_size=4, probability=0.5):
     dataset = dataset_info.DatasetInfo()
     parser = views.UnlabeledParser(dataset.ignore_label, crop_size=(17, 17),
-                                   cutout_size=6)
+                                   cutout_fraction=6 / 17)
     stream = views.UnlabeledStream(split, unlabeled_batch_size, parser,
                                    probability, labeled_batch_size=4)
     return input_lib.make_input_fn(dataset, True, unlabeled=stream)
@@ -202,7 +202,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
 
   def test_unlabeled_batch_the_replicas_cannot_split_says_so(self):
     with self.assertRaisesRegex(
-        ValueError, r'build_estimator.unlabeled_batch_size \(3\).* 2 replicas'):
+        ValueError, r'unlabeled_stream.batch_size \(3, macro UNLABELED_BATCH_SIZE\).* 2 replicas'):
       self._two_streams(unlabeled_batch_size=3)({'batch_size': 2})
 
   def test_unlabeled_split_without_shards_names_pattern_and_macro(self):
@@ -214,7 +214,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
 
   def test_unlabeled_scope_binds_the_parser_and_its_jitter(self):
     gin.parse_config(['unlabeled/UnlabeledParser.crop_size = (9, 9)',
-                      'unlabeled/UnlabeledParser.cutout_size = 0'])
+                      'unlabeled/UnlabeledParser.cutout_fraction = 0'])
     with gin.config_scope('unlabeled'):
       parser = views.UnlabeledParser(255)
     stream = views.UnlabeledStream('val', 2, parser, 0.0, 2)

@@ -167,7 +167,7 @@ class UnlabeledParserTest(tf.test.TestCase):
       self.assertAllEqual(label, expected_label)
 
   def test_strong_view_without_jitter_and_cutout_is_the_weak_view(self):
-    parser = self._parser(strong_jitter=False, cutout_size=0)
+    parser = self._parser(strong_jitter=False, cutout_fraction=0)
     for seed in range(3):
       features, label = self._both(parser, _decoded(seed), [seed, 5])
       self.assertAllEqual(features['strong_image'], features['image'])
@@ -183,7 +183,7 @@ class UnlabeledParserTest(tf.test.TestCase):
     gin.bind_parameter('color_jitter.brightness', 0)
     gin.bind_parameter('color_jitter.saturation', None)
     gin.bind_parameter('color_jitter.hue', 0)
-    parser = self._parser(cutout_size=10)
+    parser = self._parser(cutout_fraction=10 / 24)
     cut_pixels = 0
     for seed in range(4):
       features, label = self._both(parser, _decoded(seed), [seed, 6])
@@ -284,7 +284,7 @@ class CutMixTest(tf.test.TestCase):
   def test_mixed_weak_label_is_the_strong_label_outside_the_cutout(self):
     gin.clear_config()
     parser = views.UnlabeledParser(_IGNORE, 4, strong_jitter=False,
-                                   cutout_size=8, **_GEOMETRY)
+                                   cutout_fraction=8 / 24, **_GEOMETRY)
     batch = tf.data.Dataset.range(4).map(
         lambda i: parser(_decoded(0), tf.stack([i, i]))).batch(4)
     features, labels = next(iter(batch))

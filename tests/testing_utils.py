@@ -68,6 +68,30 @@ def parse_tiny_platform(data_dir, platform, extra=(), train_steps=2):
                    finalize=False)
 
 
+def parse_tiny_semi_supervised(data_dir, mode, platform=None, extra=(),
+                               train_steps=2):
+  """Clears gin and parses quickstart with gin/semi_supervised/`mode`, shrunk.
+
+  The unlabeled split is 'train', which is also the labeled one, as in
+  PseudoSeg's pool.
+  """
+  gin.clear_config()
+  files = ['experiments/quickstart.gin', f'semi_supervised/{mode}']
+  files += [f'platforms/{platform}'] if platform else []
+  gin_config.parse(files, tiny_bindings(
+      data_dir, train_steps, ["UNLABELED_SPLIT = 'train'"] + list(extra)),
+                   finalize=False)
+
+
+def scalar_tags(model_dir):
+  """The tags of every summary in the event files directly in `model_dir`."""
+  tags = set()
+  for path in tf.io.gfile.glob(os.path.join(model_dir, '*.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      tags.update(value.tag for value in event.summary.value)
+  return tags
+
+
 def binary_command(model_dir, bindings, mode,
                    gin_file='gin/experiments/quickstart.gin', driver=None):
   """The command line of the train_and_eval binary (or of a `driver` script

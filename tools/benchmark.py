@@ -8,7 +8,10 @@ evaluation images/s, mean IoU after --train_steps, peak resident memory, and
 the training step's FLOP/s (FLOPs counted from its graph) as a fraction of
 this machine's dense matmul peak (measured here, float32 and bfloat16).
 --peer runs the same experiment through the Model Garden's own trainer
-(SemanticSegmentationTask and its Orbit loop) and prints the ratios. Each
+(SemanticSegmentationTask and its Orbit loop) and prints the ratios;
+--layer_gin_file instead measures the experiment with those gin files layered
+on (e.g. gin/semi_supervised/pseudoseg.gin) against the experiment alone, and
+prints how many times longer its training step takes. Each
 trainer runs in a process of its own, one after the other, --repeats times;
 the medians count; their model dirs go under --model_dir (default a temporary
 folder). Prints a table and one JSON line (also appended to --output).
@@ -37,8 +40,17 @@ flags.DEFINE_string('model_dir', None,
                     'folder.')
 flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
 flags.DEFINE_bool('peer', False, 'Also measure the Model Garden trainer.')
+flags.DEFINE_multi_string(
+    'layer_gin_file', [], 'Also measure official_seg with these gin files '
+    'after the experiment\'s (and --layer_gin_param), against the '
+    'experiment alone.')
+flags.DEFINE_multi_string('layer_gin_param', [],
+                          'Bindings of the --layer_gin_file configuration.')
 flags.DEFINE_integer('repeats', 1, 'Runs of each trainer, alternating.')
 flags.DEFINE_string('output', None, 'A file to append the JSON line to.')
+flags.register_multi_flags_validator(
+    ['peer', 'layer_gin_file'], lambda f: not (f['peer'] and f['layer_gin_file']),
+    '--peer and --layer_gin_file are separate comparisons; pass one.')
 flags.register_validator(
     'eval_batches', lambda value: value is None or value >= 2,
     '--eval_batches must be at least 2: the first batch is not timed.')
@@ -48,11 +60,15 @@ flags.register_validator(
 FLAGS = flags.FLAGS
 
 
-def _runner_args(model_dir):
+def _runner_args(model_dir, layered=False):
   params = list(FLAGS.gin_param)
   if FLAGS.data_dir:
     params.append(f'DATA_DIR = {FLAGS.data_dir!r}')
-  args = [f'--gin_file={f}' for f in FLAGS.gin_file]
+  files = list(FLAGS.gin_file)
+  if layered:
+    files += FLAGS.layer_gin_file
+    params += FLAGS.layer_gin_param
+  args = [f'--gin_file={f}' for f in files]
   args += [f'--gin_param={p}' for p in params]
   args += [f'--model_dir={model_dir}', f'--train_steps={FLAGS.train_steps}',
            f'--warmup_steps={FLAGS.warmup_steps}',
@@ -64,17 +80,33 @@ def _runner_args(model_dir):
   return args
 
 
-def _measure_trainers(work_dir):
+def _configurations():
+  """(name, trainer, layered) of each configuration measured."""
+  if FLAGS.layer_gin_file:
+    layers = '+'.join(os.path.basename(f) for f in FLAGS.layer_gin_file)
+    return [('official_seg', 'official_seg', False),
+            (f'official_seg+{layers}', 'official_seg', True)]
   trainers = runner.TRAINERS if FLAGS.peer else runner.TRAINERS[:1]
-  runs = {trainer: [] for trainer in trainers}
+  return [(trainer, trainer, False) for trainer in trainers]
+
+
+def _measure_trainers(work_dir):
+  configurations = _configurations()
+  runs = {name: [] for name, _, _ in configurations}
   for repeat in range(FLAGS.repeats):
-    for trainer in trainers:
-      model_dir = os.path.join(work_dir, f'{trainer}-{repeat}')
-      print(f'Running {trainer} ({repeat + 1}/{FLAGS.repeats}) in {model_dir}',
+    for name, trainer, layered in configurations:
+      model_dir = os.path.join(work_dir, f'{name}-{repeat}')
+      print(f'Running {name} ({repeat + 1}/{FLAGS.repeats}) in {model_dir}',
             flush=True)
-      runs[trainer].append(report.run_trainer(trainer,
-                                              _runner_args(model_dir)))
-  return [report.median_result(runs[trainer]) for trainer in trainers]
+      result = report.run_trainer(trainer, _runner_args(model_dir, layered))
+      runs[name].append(dict(result, trainer=name))
+  return [report.median_result(runs[name]) for name, _, _ in configurations]
+
+
+def _step_cost(results):
+  """How many times longer the layered configuration's step takes."""
+  base, layered = results
+  return base['train_images_per_sec'] / layered['train_images_per_sec']
 
 
 def main(argv):
@@ -84,7 +116,9 @@ def main(argv):
   # Each run's model dir goes under --model_dir.
   work_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix='benchmark-')
   results = [report.add_derived(r, peaks) for r in _measure_trainers(work_dir)]
-  ratio = report.ratios(*results) if len(results) == 2 else None
+  layered = bool(FLAGS.layer_gin_file)
+  ratio = (report.ratios(*results) if len(results) == 2 and not layered
+           else None)
   line = {
       'date': datetime.datetime.now().isoformat(timespec='seconds'),
       'command': ' '.join(sys.argv),
@@ -93,7 +127,12 @@ def main(argv):
       'results': results,
       'ratio': ratio,
   }
+  if layered:
+    line['layered_step_cost'] = _step_cost(results)
   print(report.table(results, ratio))
+  if layered:
+    print(f"{results[1]['trainer']}: a training step takes "
+          f"{line['layered_step_cost']:.2f}x the experiment's own.")
   print(f"Matmul peak: {peaks['float32']:.0f} GFLOP/s float32, "
         f"{peaks['mixed_bfloat16']:.0f} bfloat16")
   print(json.dumps(line, sort_keys=True))

@@ -69,7 +69,7 @@ class Step:
     logits: the labeled batch's logits [B, h, w, C].
     losses: dict of name to scalar float32; their sum (plus weight decay) is
       the training loss; 'segmentation' is the labeled batch's.
-    update_ops: batch-norm updates of the passes that train.
+    update_ops: batch-norm updates of every pass.
     variables: trainable variables of the layers besides the model.
     scalars: monitoring scalars, for `summaries.Registered`.
     pictures: monitoring pictures of the unlabeled batch.
@@ -180,8 +180,8 @@ def build_step(model, features, labels, training, dataset, options,
 
   The labeled images and the strong views go through the model in one
   batch; the weak views go through it once more, forward only: their
-  prediction is the pseudo label's source, so no gradient reaches them and
-  their batch-norm statistics are not applied.
+  prediction is the pseudo label's source, so no gradient reaches them
+  (their batch-norm moving statistics are updated, as PseudoSeg's).
 
   Args:
     model: a `model.SegmentationModel`.
@@ -209,7 +209,10 @@ def build_step(model, features, labels, training, dataset, options,
   weak_logits = _resized(tf.stop_gradient(weak_outputs['logits']), strong)
   step_losses = {'segmentation': losses.segmentation_loss(
       logits, labels, dataset.ignore_label)}
-  update_ops = model.get_updates_for(both) + model.get_updates_for(None)
+  # The weak pass trains nothing, but its batch-norm statistics are those of
+  # clean images like the evaluated ones; PseudoSeg applies them too.
+  update_ops = (model.get_updates_for(both) + model.get_updates_for(None) +
+                model.get_updates_for(features[UNLABELED + 'image']))
   variables = []
   if with_features:
     cam_losses, refined, updates, variables = _cam_branch(
@@ -236,8 +239,6 @@ def build_step(model, features, labels, training, dataset, options,
   step_losses['consistency'] = weight * consistency
   scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
-  scalars.update({f'{name}_loss': value for name, value in step_losses.items()
-                  if name in ('classifier', 'refinement')})
   return Step(logits=logits, losses=step_losses, update_ops=update_ops,
               variables=variables,
               scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},

@@ -77,5 +77,41 @@ class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
     self.assertEqual(eval_fn({}).element_spec[0]['image'].shape[0], 2)
 
 
+class SemiSupervisedEstimatorTest(testing_utils.TinyDataTestCase):
+
+  def test_pseudoseg_trains_and_evaluates_through_estimator(self):
+    testing_utils.parse_tiny_semi_supervised(self.data_dir, 'pseudoseg.gin')
+    model_dir = self.create_tempdir().full_path
+    config = run_config_lib.build_run_config(model_dir)
+    estimator, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
+    self.assertIsInstance(estimator, tf.estimator.Estimator)
+    features, _ = next(iter(train_fn({})))
+    # UNLABELED_BATCH_SIZE follows TRAIN_BATCH_SIZE (2).
+    self.assertEqual(features['unlabeled/strong_image'].shape[0], 2)
+    estimator.train(train_fn, max_steps=2)
+    result = estimator.evaluate(eval_fn, steps=None)
+    self.assertEqual(result['global_step'], 2)
+    self.assertEqual(result['num_images'], 5)
+    self.assertBetween(result['mean_iou'], 0.0, 1.0)
+    names = tf.train.load_checkpoint(model_dir).get_variable_to_shape_map()
+    for layer in ('image_classifier/', 'cam_refinement/'):
+      self.assertNotEmpty([n for n in names if n.startswith(layer)], layer)
+    tags = testing_utils.scalar_tags(model_dir)
+    for tag in ('semi/consistency_loss', 'semi/kept_share',
+                'semi/pseudo_accuracy', 'semi/strong_balanced_accuracy',
+                'loss/classifier', 'loss/refinement',
+                'pictures/unlabeled_pseudo_label'):
+      self.assertIn(tag, tags)
+
+  def test_unlabeled_batch_the_replicas_cannot_split_fails_at_build(self):
+    testing_utils.parse_tiny_semi_supervised(
+        self.data_dir, 'fixmatch.gin', 'multi_gpu.gin',
+        extra=[_TWO_CPUS, 'UNLABELED_BATCH_SIZE = 3'])
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    with self.assertRaisesRegex(ValueError, r'unlabeled_stream.batch_size '
+                                r'\(3, macro UNLABELED_BATCH_SIZE\).* 2 '):
+      estimator_lib.build_estimator(config)
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -9,7 +9,9 @@ import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.runtime import config_checks
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.modeling import model as model_lib
 from official_seg.training import schedules
 
@@ -21,6 +23,13 @@ _FILES = sorted(os.path.relpath(p, _ROOT)
 # and base.gin stand alone (base.gin needs a dataset and a backbone).
 _STANDALONE = {'base.gin': ['datasets/synthetic.gin', 'backbones/mobilenet_v2.gin']}
 _MACROS = ['TRAIN_STEPS = 10', "DATA_DIR = '/nonexistent'"]
+# Semi-supervised layers need the unlabeled split, which experiments set.
+_SEMI_MACROS = ["UNLABELED_SPLIT = 'train'"]
+
+
+def _macros_for(name):
+  return _MACROS + (_SEMI_MACROS if name.startswith('semi_supervised/')
+                    else [])
 
 
 def _files_for(name):
@@ -44,17 +53,30 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(*_FILES)
   def test_parses_and_builds(self, name):
-    gin_config.parse(_files_for(name), _MACROS, finalize=False)
+    gin_config.parse(_files_for(name), _macros_for(name), finalize=False)
     # No shipped file sets a macro nothing reads, or reads one nothing sets,
     # or binds a value of the wrong form.
-    config_checks.check_configuration(_files_for(name), _MACROS)
+    config_checks.check_configuration(_files_for(name), _macros_for(name))
     task = dataset_info.DatasetInfo()
+    options = model_fn_lib.ModelFnOptions()
+    if options.semi_supervised:
+      stream = estimator_lib.unlabeled_stream(task, 8)
+      self.assertEqual(stream.per_call_batch_size(8), stream.batch_size)
+      self.assertIsNotNone(options.semi_supervised.labeler)
     with tf.Graph().as_default():
       model = model_lib.build_model(num_classes=task.num_classes)
       logits = model(tf.zeros([1, 65, 65, 3]), training=True)['logits']
       rate = schedules.learning_rate(tf.constant(3, tf.int64))
     self.assertEqual(logits.shape[-1], task.num_classes)
     self.assertEqual(rate.dtype, tf.float32)
+
+  def test_semi_supervised_file_without_unlabeled_split_names_the_macro(self):
+    files = ['experiments/quickstart.gin', 'semi_supervised/pseudoseg.gin']
+    gin_config.parse(files, _MACROS, finalize=False)
+    with self.assertRaisesRegex(config_checks.ConfigurationError,
+                                'macro UNLABELED_SPLIT is read by '
+                                'unlabeled_stream.split'):
+      config_checks.check_configuration(files, _MACROS)
 
   def test_unknown_binding_names_the_file(self):
     path = os.path.join(self.create_tempdir().full_path, 'typo.gin')

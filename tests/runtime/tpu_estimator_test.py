@@ -32,6 +32,21 @@ class TpuPlatformTest(testing_utils.TinyDataTestCase):
         'segmentation_model/segmentation_head/segmentation_output/kernel'],
                      tf.float32)
 
+  def test_fixmatch_trains_through_tpu_estimator_on_cpu(self):
+    testing_utils.parse_tiny_semi_supervised(self.data_dir, 'fixmatch.gin',
+                                             'tpu.gin')
+    model_dir = self.create_tempdir().full_path
+    config = run_config_lib.build_run_config(model_dir)
+    estimator, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
+    self.assertIsInstance(estimator, tpu_estimator.TPUEstimator)
+    estimator.train(train_fn, max_steps=2)
+    result = estimator.evaluate(eval_fn, steps=None)
+    self.assertEqual(result['global_step'], 2)
+    self.assertBetween(result['mean_iou'], 0.0, 1.0)
+    tags = testing_utils.scalar_tags(model_dir)
+    self.assertContainsSubset({'semi/consistency_loss', 'semi/kept_share',
+                               'loss/consistency'}, tags)
+
   def test_bad_input_pipeline_name_names_the_binding(self):
     with self.assertRaisesRegex(ValueError, 'per_host_input_for_training'):
       tpu_estimator.tpu_config(100, None, 'PER_HOST_V3', on_tpu=False)

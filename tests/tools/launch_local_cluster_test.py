@@ -63,11 +63,15 @@ def _stop(process):
   return output
 
 
-def _run_cluster(model_dir, platform, bindings, *launcher_args):
-  """Runs the quickstart on a local cluster; returns (status, output)."""
+def _run_cluster(model_dir, platform, bindings, *launcher_args, layers=()):
+  """Runs the quickstart on a local cluster; returns (status, output).
+
+  `layers` are more gin files, after the platform's.
+  """
   command = [sys.executable, _LAUNCHER,
              '--gin_file=gin/experiments/quickstart.gin',
              f'--gin_file=gin/platforms/{platform}',
+             *[f'--gin_file=gin/{layer}' for layer in layers],
              f'--model_dir={model_dir}', f'--timeout_secs={_CLUSTER_SECS}',
              *launcher_args] + [f'--gin_param={b}' for b in bindings]
   process = subprocess.Popen(command, cwd=_REPO, stdout=subprocess.PIPE,
@@ -165,9 +169,13 @@ class LocalClusterTest(tf.test.TestCase):
 
   def test_two_workers_under_multi_worker_mirrored_strategy(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    # As multi_worker.gin ships: synchronised batch norm on; with averaging.
-    status, output = _run_cluster(model_dir, 'multi_worker.gin',
-                                  self._bindings([_AVERAGING]), '--workers=1')
+    # As multi_worker.gin ships: synchronised batch norm on; with averaging,
+    # and semi-supervised (PseudoSeg's unlabeled stream, classifier and
+    # refinement): one cluster covers both.
+    status, output = _run_cluster(
+        model_dir, 'multi_worker.gin',
+        self._bindings([_AVERAGING, "UNLABELED_SPLIT = 'train'"]),
+        '--workers=1', layers=['semi_supervised/pseudoseg.gin'])
     self._assert_all_exited_zero(status, output, ['chief:0', 'worker:0'])
     self.assertEqual(_checkpoint_steps(model_dir)[-1], _TRAIN_STEPS)
     # Training summaries come from the chief alone.
@@ -183,6 +191,8 @@ class LocalClusterTest(tf.test.TestCase):
     for task in ('chief:0', 'worker:0'):
       self.assertNotEmpty(_task_lines(output, task,
                                       'All 2 trainers finished'))
+    self.assertIn('semi/consistency_loss',
+                  testing_utils.scalar_tags(model_dir))
     # The worker's own copy (tmp_worker_0) of the batch-norm statistics is
     # the chief's: both were computed over the global batch, of which each
     # worker read a different half.

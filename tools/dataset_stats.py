@@ -5,12 +5,10 @@
     --num_classes=5 --chart=/tmp/mine.png
 """
 
-import dataclasses
 
 from absl import app
 from absl import flags
 
-from official_seg.data import dataset_info
 from official_seg.data import stats
 from official_seg.evaluation import visualize
 from official_seg.runtime import gin_config
@@ -37,24 +35,13 @@ def dataset():
     app.UsageError: neither gin files nor --data_dir, --split and
       --num_classes say which shards to read.
   """
-  info = (gin_config.read_dataset(FLAGS.gin_file, FLAGS.gin_param)
-          if FLAGS.gin_file else None)
-  num_classes = FLAGS.num_classes or (info and info.num_classes)
-  data_dir = FLAGS.data_dir or (info and info.data_dir)
-  split = FLAGS.split or (info and info.train_split)
-  if not (num_classes and data_dir and split):
+  info = gin_config.dataset_with(FLAGS.gin_file, FLAGS.gin_param,
+                                 FLAGS.num_classes, FLAGS.data_dir,
+                                 FLAGS.split, FLAGS.ignore_label)
+  if not (info and info.data_dir and info.train_split):
     raise app.UsageError('Give --gin_file, or --data_dir, --split and '
                          '--num_classes.')
-  ignore = FLAGS.ignore_label
-  if ignore is None:
-    ignore = info.ignore_label if info else 255
-  # Class names of the gin files fit only their own number of classes.
-  names = (info.class_names if info and info.num_classes == num_classes
-           else None)
-  fields = dict(num_classes=num_classes, class_names=names,
-                ignore_label=ignore, data_dir=data_dir, train_split=split)
-  return (dataclasses.replace(info, **fields) if info
-          else dataset_info.DatasetInfo(**fields))
+  return info
 
 
 def main(argv):

@@ -9,7 +9,6 @@
     --input_dir=/data/VOCdevkit/VOC2012 --split=train --fraction=1/8
 """
 
-import dataclasses
 import os
 import sys
 
@@ -18,7 +17,6 @@ from absl import flags
 import numpy as np
 
 from official_seg.data import convert
-from official_seg.data import dataset_info
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import subsets
@@ -79,22 +77,12 @@ def dataset():
       [layouts.LAYOUT_GIN_FILES[FLAGS.layout]]
       if FLAGS.layout in layouts.LAYOUT_GIN_FILES and not FLAGS.num_classes
       else [])
-  info = (gin_config.read_dataset(gin_files, FLAGS.gin_param)
-          if gin_files else None)
-  num_classes = FLAGS.num_classes or (info and info.num_classes)
-  split = FLAGS.split or (info and info.train_split)
-  if not (num_classes and split):
+  info = gin_config.dataset_with(gin_files, FLAGS.gin_param,
+                                 FLAGS.num_classes, FLAGS.data_dir,
+                                 FLAGS.split, FLAGS.ignore_label)
+  if not (info and info.train_split):
     raise ValueError('Give --gin_file, or --split and --num_classes.')
-  ignore = FLAGS.ignore_label
-  if ignore is None:
-    ignore = info.ignore_label if info else 255
-  names = (info.class_names if info and info.num_classes == num_classes
-           else None)
-  fields = dict(num_classes=num_classes, class_names=names,
-                ignore_label=ignore, train_split=split,
-                data_dir=FLAGS.data_dir or (info and info.data_dir))
-  return (dataclasses.replace(info, **fields) if info
-          else dataset_info.DatasetInfo(**fields))
+  return info
 
 
 def _list_dir():

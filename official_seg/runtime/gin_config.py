@@ -7,6 +7,7 @@ import modules for their side effects first.
 """
 
 import copy
+import dataclasses
 import difflib
 import logging
 import os
@@ -140,6 +141,42 @@ def read_dataset(gin_files, gin_params=()):
                      'NUM_CLASSES; include a dataset file such as '
                      'datasets/pascal_voc.gin.')
   return dataset_info.DatasetInfo()
+
+
+def dataset_with(gin_files, gin_params=(), num_classes=None, data_dir=None,
+                 split=None, ignore_label=None):
+  """The `DatasetInfo` of the gin files (if any), given values winning.
+
+  For the dataset tools, whose flags may name the data instead of a gin
+  file or override it.
+
+  Args:
+    gin_files: list of paths, maybe empty (see `read_dataset`).
+    gin_params: list of binding strings applied after the files.
+    num_classes: optional int.
+    data_dir: optional str.
+    split: optional str, becomes `train_split`: the split a tool reads.
+    ignore_label: optional int; default the files', else 255.
+
+  Returns:
+    A `dataset_info.DatasetInfo`, whose class names are the files' only
+    when their number of classes stands; fields nothing gives are None.
+    None when nothing gives the number of classes.
+  """
+  info = read_dataset(gin_files, gin_params) if gin_files else None
+  num_classes = num_classes or (info and info.num_classes)
+  if ignore_label is None:
+    ignore_label = info.ignore_label if info else 255
+  fields = dict(
+      num_classes=num_classes, ignore_label=ignore_label,
+      # Class names of the gin files fit only their own number of classes.
+      class_names=(info.class_names if info and
+                   info.num_classes == num_classes else None),
+      data_dir=data_dir or (info and info.data_dir),
+      train_split=split or (info and info.train_split))
+  if info:
+    return dataclasses.replace(info, **fields)
+  return dataset_info.DatasetInfo(**fields) if num_classes else None
 
 
 def macro_value(name, default=_UNBOUND):

@@ -90,5 +90,30 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
       gin_config.parse(['gin/experiments/nope.gin'], [])
 
 
+class DatasetWithTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_given_values_win_over_the_files(self):
+    info = gin_config.dataset_with(['datasets/synthetic.gin'], (),
+                                   data_dir='/d', split='train_1_16')
+    self.assertEqual((info.data_dir, info.train_split, info.num_classes),
+                     ('/d', 'train_1_16', 4))
+    self.assertEqual(info.class_names[1], 'disk')
+
+  def test_class_names_go_with_another_number_of_classes(self):
+    info = gin_config.dataset_with(['datasets/synthetic.gin'], (),
+                                   num_classes=6, ignore_label=0)
+    self.assertEqual(info.class_names[5], 'class_5')
+    self.assertEqual(info.ignore_label, 0)
+
+  def test_without_files_or_classes_there_is_no_dataset(self):
+    self.assertIsNone(gin_config.dataset_with([], (), data_dir='/d'))
+    info = gin_config.dataset_with([], (), num_classes=3, split='s')
+    self.assertEqual((info.ignore_label, info.train_split), (255, 's'))
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -161,6 +161,20 @@ def _metadata_path(model_dir):
   return os.path.join(model_dir, EXPORT_DIR, METADATA_FILE)
 
 
+def checkpoint_to_export(estimator, checkpoint_path=None):
+  """`checkpoint_path`, or the latest checkpoint of the estimator's model dir.
+
+  Raises:
+    FileNotFoundError: model_dir holds no checkpoint and none was given.
+  """
+  checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
+  if not checkpoint_path:
+    raise FileNotFoundError(
+        f'No checkpoint to export in {estimator.model_dir}; train first or '
+        'pass --checkpoint.')
+  return checkpoint_path
+
+
 def export_checkpoint(serving, checkpoint_path=None):
   """Exports a checkpoint to `<model_dir>/export/<timestamp>/` (--mode=export).
 
@@ -175,11 +189,7 @@ def export_checkpoint(serving, checkpoint_path=None):
     FileNotFoundError: model_dir holds no checkpoint and none was given.
   """
   estimator = serving.estimator
-  checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
-  if not checkpoint_path:
-    raise FileNotFoundError(
-        f'No checkpoint to export in {estimator.model_dir}; train first or '
-        'pass --checkpoint.')
+  checkpoint_path = checkpoint_to_export(estimator, checkpoint_path)
   metadata = write_metadata(_metadata_path(estimator.model_dir),
                             serving.dataset)
   export_dir = estimator.export_saved_model(

@@ -151,11 +151,8 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
   """
   check_kinds(kinds, quantized)
   estimator = serving.estimator
-  checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
-  if not checkpoint_path:
-    raise FileNotFoundError(
-        f'No checkpoint to export in {estimator.model_dir}; train first or '
-        'pass --checkpoint.')
+  checkpoint_path = saved_model.checkpoint_to_export(estimator,
+                                                    checkpoint_path)
   input_size = tuple(int(v) for v in (input_size or parser.crop_size))
   representative = (calibration_inputs(serving.dataset, input_size,
                                        parser.resize_range, calibration_images)

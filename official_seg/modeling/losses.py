@@ -80,19 +80,3 @@ def regularization_loss(layers):
   reg_losses = [tf.cast(loss, tf.float32) for layer in layers
                 for loss in layer.losses]
   return tf.add_n(reg_losses) if reg_losses else tf.constant(0.0)
-
-
-def total_loss(model, logits, labels, ignore_label):
-  """Segmentation loss plus the model's regularization losses.
-
-  Args:
-    model: the Keras model that produced `logits`.
-    logits: float [B, h, w, C].
-    labels: int32 [B, H, W, 1].
-    ignore_label: int, the dataset's ignore label.
-
-  Returns:
-    (total scalar loss, segmentation scalar loss).
-  """
-  seg_loss = segmentation_loss(logits, labels, ignore_label)
-  return seg_loss + regularization_loss([model]), seg_loss

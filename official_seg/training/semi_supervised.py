@@ -131,7 +131,7 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
     strong_targets = classifier_lib.image_labels(
         features[UNLABELED + 'strong_label'], num_classes, ignore)
     result['classifier'] += classifier_lib.classification_loss(
-        classifier([level[count:] for level in both][0]), strong_targets)
+        classifier(both[0][count:]), strong_targets)
   else:
     weak_targets = tf.cast(tf.sigmoid(classifier(weak[0])) >= 0.5,
                            tf.float32)

@@ -104,7 +104,7 @@ class LossesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(tape.gradient(ours, logits),
                         tape.gradient(theirs, logits), rtol=1e-5, atol=1e-8)
 
-  def test_total_loss_adds_weight_decay(self):
+  def test_regularization_loss_is_deeplab_weight_decay(self):
     gin.parse_config([
         "build_model.backbone = @backbones.MobileNet",
         "backbones.MobileNet.filter_size_scale = 0.35",
@@ -114,14 +114,14 @@ class LossesTest(tf.test.TestCase, parameterized.TestCase):
     ])
     model = model_lib.build_model(num_classes=3)
     images = tf.zeros([1, 33, 33, 3])
-    logits = model(images, training=False)['logits']
-    labels = tf.zeros([1, 33, 33, 1], tf.int32)
-    total, seg = losses.total_loss(model, logits, labels, 255)
+    model(images, training=False)
+    decay = losses.regularization_loss([model])
     kernels = [v for v in model.trainable_variables
                if 'kernel' in v.name and 'depthwise' not in v.name]
     expected = 0.01 / 2 * sum(float(tf.reduce_sum(v ** 2)) for v in kernels)
     self.assertGreater(expected, 0)
-    self.assertAllClose(float(total - seg), expected, rtol=1e-4)
+    self.assertAllClose(float(decay), expected, rtol=1e-4)
+    self.assertEqual(float(losses.regularization_loss([])), 0.0)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 # make demo: set up .venv if missing, make the synthetic data if missing, then
-# train and evaluate the quickstart experiment, export it as a SavedModel and
-# draw its predictions on 4 validation images. make test: the test suite.
+# train and evaluate the quickstart experiment (its exporters write the
+# SavedModel of the final checkpoint to export/latest/), and draw that
+# model's predictions on 4 validation images. make test: the test suite.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -24,8 +25,6 @@ demo: $(BIN)/train_and_eval $(DATA)/val-00000-of-00004.tfrecord
 	rm -rf $(MODEL_DIR)
 	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
 	  --model_dir=$(MODEL_DIR)
-	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
-	  --model_dir=$(MODEL_DIR) --mode=export
 	$(BIN)/python tools/write_examples.py \
 	  --input=$(DATA)/val-00000-of-00004.tfrecord --output_dir=$(VIS)/inputs \
 	  --count=4

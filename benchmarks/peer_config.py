@@ -43,7 +43,8 @@ _BACKBONES = {
 _DECODERS = {'decoders.ASPP': decoders.ASPP}
 _HEADS = {'heads.SegmentationHead': heads.SegmentationHead}
 _OPTIMIZERS = {
-    'tf.train.MomentumOptimizer': tf.compat.v1.train.MomentumOptimizer}
+    'tf.train.MomentumOptimizer': tf.compat.v1.train.MomentumOptimizer,
+    'tf.train.AdamOptimizer': tf.compat.v1.train.AdamOptimizer}
 _POLY = {'tf.keras.optimizers.schedules.PolynomialDecay':
              tf.keras.optimizers.schedules.PolynomialDecay}
 _SCHEDULES = dict(_POLY, **{'schedules.LinearWarmup': lr_schedule.LinearWarmup})
@@ -249,7 +250,6 @@ def _data_config(scope, is_training):
 
 def optimizer_config():
   """OptimizationConfig of make_optimizer and learning_rate.schedule."""
-  _mapped('make_optimizer.optimizer', _OPTIMIZERS)
   # The schedules gin builds for learning_rate: their configs hold the
   # values training uses, defaults included.
   name, schedule = _mapped('learning_rate.schedule', _SCHEDULES)
@@ -261,16 +261,27 @@ def optimizer_config():
     _, schedule = _mapped('schedules.LinearWarmup.after_warmup_lr_sched',
                           _POLY)
   poly = {key: schedule.get_config()[key] for key in _POLY_FIELDS}
-  momentum = tf.compat.v1.train.MomentumOptimizer
   return optimization.OptimizationConfig({
-      'optimizer': {'type': 'sgd', 'sgd': {
-          'momentum': gin_config.binding(
-              'tf.train.MomentumOptimizer.momentum'),
-          'nesterov': gin_config.binding(
-              'tf.train.MomentumOptimizer.use_nesterov',
-              **signature_default(momentum, 'use_nesterov'))}},
+      'optimizer': _optimizer(),
       'learning_rate': {'type': 'polynomial', 'polynomial': poly},
       'warmup': warmup})
+
+
+def _optimizer():
+  """The OptimizationConfig 'optimizer' entry of make_optimizer's."""
+  name, _ = _mapped('make_optimizer.optimizer', _OPTIMIZERS)
+  constructor = _OPTIMIZERS[name]
+  param = lambda field: gin_config.binding(
+      f'{name}.{field}', **signature_default(constructor, field))
+  if name == 'tf.train.AdamOptimizer':
+    # The same update as tf.compat.v1's, epsilon included: the Keras
+    # optimizer's default epsilon differs (1e-7 against 1e-8).
+    return {'type': 'adam', 'adam': {
+        'beta_1': param('beta1'), 'beta_2': param('beta2'),
+        'epsilon': param('epsilon')}}
+  return {'type': 'sgd', 'sgd': {
+      'momentum': gin_config.binding(f'{name}.momentum'),
+      'nesterov': param('use_nesterov')}}
 
 
 def precision_name(config):

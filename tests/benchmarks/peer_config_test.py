@@ -70,7 +70,7 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
         'low_level_num_filters': 24, 'decoder_min_level': None,
         'decoder_max_level': None})
     self.assertEqual(model.norm_activation.as_dict(), {
-        'activation': 'relu', 'use_sync_bn': False, 'norm_momentum': 0.99,
+        'activation': 'relu', 'use_sync_bn': False, 'norm_momentum': 0.9,
         'norm_epsilon': 0.001})
 
   def test_quickstart_maps_data_loss_and_schedule(self):
@@ -95,20 +95,34 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
          config.task.losses.class_weights, config.task.init_checkpoint),
         (4e-5, IGNORE_LABEL, [], None))
     optimizer = config.trainer.optimizer_config
-    sgd = optimizer.optimizer
-    self.assertEqual((sgd.type, sgd.sgd.momentum, sgd.sgd.nesterov),
-                     ('sgd', 0.9, False))
+    adam = optimizer.optimizer
+    # tf.compat.v1.train.AdamOptimizer's defaults, epsilon included.
+    self.assertEqual((adam.type, adam.adam.beta_1, adam.adam.beta_2,
+                      adam.adam.epsilon, adam.adam.amsgrad),
+                     ('adam', 0.9, 0.999, 1e-8, False))
     self.assertEqual(optimizer.learning_rate.as_dict(), {
         'type': 'polynomial', 'polynomial': {
-            'name': 'PolynomialDecay', 'initial_learning_rate': 0.05,
+            'name': 'PolynomialDecay', 'initial_learning_rate': 0.01,
             'decay_steps': 3, 'end_learning_rate': 0.0, 'power': 0.9,
             'cycle': False, 'offset': 0}})
     self.assertIsNone(optimizer.warmup.type)
     self.assertEqual((config.trainer.train_steps,
                       config.runtime.mixed_precision_dtype), (3, None))
 
+  def test_momentum_sgd_maps(self):
+    _parse(self.data_dir, extra=[
+        'make_optimizer.optimizer = @tf.train.MomentumOptimizer',
+        'tf.train.MomentumOptimizer.use_nesterov = True',
+        'tf.train.AdamOptimizer.epsilon = 0.5'])
+    sgd = peer_config_lib.peer_config().trainer.optimizer_config.optimizer
+    self.assertEqual((sgd.type, sgd.sgd.momentum, sgd.sgd.nesterov),
+                     ('sgd', 0.9, True))
+
   def test_dilated_resnet50_maps(self):
-    _parse(self.data_dir, ['backbones/dilated_resnet50_os16.gin'])
+    # The Model Garden has one batch-norm momentum; quickstart's ASPP and
+    # head have 0.9.
+    _parse(self.data_dir, ['backbones/dilated_resnet50_os16.gin'],
+           ['backbones.DilatedResNet.norm_momentum = 0.9'])
     model = peer_config_lib.peer_config().task.model
     self.assertEqual(model.backbone.type, 'dilated_resnet')
     self.assertEqual(model.backbone.dilated_resnet.as_dict(), {
@@ -129,7 +143,7 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
             'name': 'linear', 'warmup_steps': 2,
             'warmup_learning_rate': 0.01}})
     self.assertEqual(optimizer.learning_rate.polynomial.initial_learning_rate,
-                     0.05)
+                     0.01)
 
   @parameterized.named_parameters(
       ('argument', 'mixed_bfloat16', []),
@@ -147,7 +161,7 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
       ('schedule', 'learning_rate.schedule = '
        '@tf.keras.optimizers.schedules.CosineDecay()',
        'learning_rate.schedule'),
-      ('optimizer', 'make_optimizer.optimizer = @tf.train.AdamOptimizer',
+      ('optimizer', 'make_optimizer.optimizer = @tf.train.RMSPropOptimizer',
        'make_optimizer.optimizer'),
       ('multiplier', 'gradient_multipliers.bias_multiplier = 2.0',
        'gradient_multipliers.bias_multiplier'),

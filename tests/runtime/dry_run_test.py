@@ -48,7 +48,8 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     config = report.split('Operative gin config:\n', 1)[1]
     # What the model_fn called is there, not only what the files bind.
     self.assertIn('build_model.backbone = @backbones.MobileNet', config)
-    self.assertIn('MomentumOptimizer.momentum = 0.9', config)
+    self.assertIn('make_optimizer.optimizer = @tf.train.AdamOptimizer', config)
+    self.assertIn('MobileNet.norm_momentum = 0.9', config)
     self.assertFalse(os.path.exists(self.model_dir))
     # tiny_bindings: 3 steps of 2 images over 6, a checkpoint every 2 steps.
     self.assertIn("plan: 3 steps of 2 images = 1.0 epochs of split 'train' "

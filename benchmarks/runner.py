@@ -15,6 +15,7 @@ from absl import flags
 import gin
 
 from benchmarks import measure
+from benchmarks import time_to_miou
 
 TRAINERS = ('official_seg', 'model_garden')
 FLAGS = flags.FLAGS
@@ -66,6 +67,16 @@ def define_flags():
   flags.DEFINE_bool('peer_train_mean_iou', False,
                     'Model Garden only: compute its training mean IoU every '
                     'step, as its configurations do by default.')
+  flags.DEFINE_float('time_to_miou', None,
+                     'Instead of throughput: train until the whole eval '
+                     'split reaches this mean IoU, in (0, 1] '
+                     '(benchmarks/time_to_miou.py).')
+  flags.DEFINE_integer('eval_every_steps', 250,
+                       'With --time_to_miou: training steps between '
+                       'evaluations.')
+  flags.DEFINE_integer('max_steps', None,
+                       'With --time_to_miou: the most training steps; '
+                       "default the experiment's TRAIN_STEPS.")
   flags.mark_flag_as_required('gin_file')
 
 
@@ -74,6 +85,12 @@ def main(argv):
   if not FLAGS.model_dir:
     raise app.UsageError('--model_dir is required: an empty folder.')
   gin.clear_config()
+  if FLAGS.time_to_miou is not None:
+    measure.emit(time_to_miou.run(
+        FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
+        FLAGS.time_to_miou, FLAGS.eval_every_steps, FLAGS.max_steps,
+        FLAGS.peer_train_mean_iou))
+    return
   measure.emit(run(FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param,
                    FLAGS.model_dir, FLAGS.train_steps, FLAGS.warmup_steps,
                    FLAGS.input_batches, FLAGS.eval_batches,

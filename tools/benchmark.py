@@ -15,6 +15,12 @@ prints how many times longer its training step takes. Each
 trainer runs in a process of its own, one after the other, --repeats times;
 the medians count; their model dirs go under --model_dir (default a temporary
 folder). Prints a table and one JSON line (also appended to --output).
+
+--time_to_miou=X instead trains until the whole validation split reaches
+mean IoU X (evaluated every --eval_every_steps, at most --max_steps), and
+reports the wall time to X, training and evaluation apart, with the curve;
+with --peer, the same for the Model Garden's registered recipe of the
+backbone, and time_to_miou_ratio (ours over the peer's).
 """
 
 import datetime
@@ -30,6 +36,7 @@ import tensorflow as tf
 from benchmarks import measure
 from benchmarks import report
 from benchmarks import runner
+from benchmarks import time_to_miou
 
 # The experiment flags (gin files and bindings, steps, batches, peer
 # options), passed on to each runner process.
@@ -57,6 +64,19 @@ flags.register_validator(
 flags.register_validator(
     'warmup_steps', lambda value: value >= 1,
     '--warmup_steps must be at least 1: the first step builds the graph.')
+flags.register_validator(
+    'time_to_miou', lambda value: value is None or 0 < value <= 1,
+    '--time_to_miou must be a mean IoU in (0, 1].')
+flags.register_validator(
+    'eval_every_steps', lambda value: value >= 1,
+    '--eval_every_steps must be at least 1.')
+flags.register_validator(
+    'max_steps', lambda value: value is None or value >= 1,
+    '--max_steps must be at least 1.')
+flags.register_multi_flags_validator(
+    ['time_to_miou', 'layer_gin_file'],
+    lambda f: f['time_to_miou'] is None or not f['layer_gin_file'],
+    '--time_to_miou compares trainers (--peer), not --layer_gin_file.')
 FLAGS = flags.FLAGS
 
 
@@ -77,6 +97,10 @@ def _runner_args(model_dir, layered=False):
     args.append(f'--eval_batches={FLAGS.eval_batches}')
   if FLAGS.peer_train_mean_iou:
     args.append('--peer_train_mean_iou')
+  if FLAGS.time_to_miou is not None:
+    args += [f'--time_to_miou={FLAGS.time_to_miou}',
+             f'--eval_every_steps={FLAGS.eval_every_steps}']
+    args += [f'--max_steps={FLAGS.max_steps}'] if FLAGS.max_steps else []
   return args
 
 
@@ -109,8 +133,40 @@ def _step_cost(results):
   return base['train_images_per_sec'] / layered['train_images_per_sec']
 
 
+def _write(line):
+  print(json.dumps(line, sort_keys=True))
+  if FLAGS.output:
+    with open(FLAGS.output, 'a') as stream:
+      stream.write(json.dumps(line, sort_keys=True) + '\n')
+
+
+def _time_to_miou(work_dir):
+  """Each trainer to --time_to_miou, one process each; one JSON line."""
+  results = []
+  for name, trainer, _ in _configurations():
+    model_dir = os.path.join(work_dir, f'{name}-time-to-miou')
+    print(f'Training {name} to mean IoU {FLAGS.time_to_miou} in '
+          f'{model_dir}', flush=True)
+    results.append(dict(report.run_trainer(trainer, _runner_args(model_dir)),
+                        trainer=name))
+  ratio = time_to_miou.ratio(*results) if len(results) == 2 else None
+  print(time_to_miou.table(results, ratio))
+  _write({
+      'date': datetime.datetime.now().isoformat(timespec='seconds'),
+      'command': ' '.join(sys.argv),
+      'machine': report.machine(),
+      'time_to_miou': FLAGS.time_to_miou,
+      'results': results,
+      'time_to_miou_ratio': ratio,
+  })
+
+
 def main(argv):
   del argv  # Unused.
+  if FLAGS.time_to_miou is not None:
+    _time_to_miou(FLAGS.model_dir or
+                  tempfile.mkdtemp(prefix='time-to-miou-'))
+    return
   peaks = {'float32': measure.matmul_peak_gflops(tf.float32),
            'mixed_bfloat16': measure.matmul_peak_gflops(tf.bfloat16)}
   # Each run's model dir goes under --model_dir.
@@ -135,10 +191,7 @@ def main(argv):
           f"{line['layered_step_cost']:.2f}x the experiment's own.")
   print(f"Matmul peak: {peaks['float32']:.0f} GFLOP/s float32, "
         f"{peaks['mixed_bfloat16']:.0f} bfloat16")
-  print(json.dumps(line, sort_keys=True))
-  if FLAGS.output:
-    with open(FLAGS.output, 'a') as stream:
-      stream.write(json.dumps(line, sort_keys=True) + '\n')
+  _write(line)
 
 
 if __name__ == '__main__':

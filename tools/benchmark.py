@@ -6,7 +6,9 @@
 Measures, after warm-up: input-pipeline images/s, training images/s,
 evaluation images/s, mean IoU after --train_steps, peak resident memory, and
 the training step's FLOP/s (FLOPs counted from its graph) as a fraction of
-this machine's dense matmul peak (measured here, float32 and bfloat16).
+this machine's dense matmul peak (measured here, float32 and bfloat16), and
+the step's memory-bound limit: the bytes its ops read and write, counted from
+its graph, at this machine's measured memory bandwidth, over the step's time.
 --peer runs the same experiment through the Model Garden's own trainer
 (SemanticSegmentationTask and its Orbit loop) and prints the ratios;
 --layer_gin_file instead measures the experiment with those gin files layered
@@ -29,6 +31,7 @@ from absl import flags
 import tensorflow as tf
 
 from benchmarks import measure
+from benchmarks import memory
 from benchmarks import report
 from benchmarks import runner
 
@@ -121,9 +124,11 @@ def main(argv):
   del argv  # Unused.
   peaks = {'float32': measure.matmul_peak_gflops(tf.float32),
            'mixed_bfloat16': measure.matmul_peak_gflops(tf.bfloat16)}
+  bandwidth = memory.memory_bandwidth_gbps()
   # Each run's model dir goes under --model_dir.
   work_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix='benchmark-')
-  results = [report.add_derived(r, peaks) for r in _measure_trainers(work_dir)]
+  results = [report.add_derived(r, peaks, bandwidth)
+             for r in _measure_trainers(work_dir)]
   layered = _layered()
   ratio = (report.ratios(*results) if len(results) == 2 and not layered
            else None)
@@ -132,6 +137,7 @@ def main(argv):
       'command': ' '.join(sys.argv),
       'machine': report.machine(),
       'matmul_peak_gflops': peaks,
+      'memory_bandwidth_gbps': bandwidth,
       'results': results,
       'ratio': ratio,
   }
@@ -142,7 +148,8 @@ def main(argv):
     print(f"{results[1]['trainer']}: a training step takes "
           f"{line['layered_step_cost']:.2f}x the experiment's own.")
   print(f"Matmul peak: {peaks['float32']:.0f} GFLOP/s float32, "
-        f"{peaks['mixed_bfloat16']:.0f} bfloat16")
+        f"{peaks['mixed_bfloat16']:.0f} bfloat16; memory bandwidth "
+        f'{bandwidth:.1f} GB/s')
   print(json.dumps(line, sort_keys=True))
   if FLAGS.output:
     with open(FLAGS.output, 'a') as stream:

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from benchmarks import input as input_benchmark
 from benchmarks import measure
+from benchmarks import memory
 # Registers run and the other configurables every experiment binds.
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
@@ -29,13 +30,17 @@ class StepTimer(tf.estimator.SessionRunHook):
     self._count_flops = count_flops
     self.steps = 0
     self.flops = self.uncounted_ops = None
+    self.bytes = self.uncounted_byte_ops = None
     self._start = self._last = None
 
   def begin(self):
     if self._count_flops:
       graph = tf.compat.v1.get_default_graph()
+      train_ops = graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP)
       self.flops, self.uncounted_ops = measure.graph_flops_and_unknown(
-          graph, graph.get_collection(tf.compat.v1.GraphKeys.TRAIN_OP))
+          graph, train_ops)
+      self.bytes, self.uncounted_byte_ops = memory.graph_bytes_and_unknown(
+          graph, train_ops)
 
   def after_run(self, run_context, run_values):
     del run_context, run_values  # Unused.
@@ -105,6 +110,8 @@ def _train(estimator, train_fn, train_steps, warmup_steps, batch_size):
       'checkpoint_cost': save_secs / (save_secs + interval / steps_per_second),
       'flops_per_step': timer.flops,
       'uncounted_flop_ops': timer.uncounted_ops,
+      'bytes_per_step': timer.bytes,
+      'uncounted_byte_ops': timer.uncounted_byte_ops,
       'loss_curve': loss_curve(estimator.model_dir),
   }
 

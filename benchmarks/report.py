@@ -15,7 +15,7 @@ _OPTIONAL_KEYS = ('mean_iou', 'checkpoint_secs', 'checkpoint_cost')
 # Fields that are the same in every repeat of one trainer.
 _FIXED_KEYS = ('trainer', 'batch_size', 'crop_size', 'precision',
                'train_steps', 'flops_per_step', 'uncounted_flop_ops',
-               'train_mean_iou')
+               'train_mean_iou', 'bytes_per_step', 'uncounted_byte_ops')
 
 
 class RunnerError(RuntimeError):
@@ -79,18 +79,22 @@ def median_result(results):
   return merged
 
 
-def add_derived(result, peaks_gflops):
+def add_derived(result, peaks_gflops, bandwidth_gbps=None):
   """Adds the achieved GFLOP/s of training and its fraction of the peak.
 
   Args:
     result: a (median) result dict.
     peaks_gflops: dict of precision ('float32', 'mixed_bfloat16') to the
       machine's matmul GFLOP/s in that precision's compute type.
+    bandwidth_gbps: optional float, the machine's memory GB/s
+      (`memory.memory_bandwidth_gbps`).
 
   Returns:
     `result`, with 'train_gflops', 'fraction_of_peak' and
     'input_over_train' (how many times training's consumption the input
-    pipeline delivers).
+    pipeline delivers); with `bandwidth_gbps` and a 'bytes_per_step',
+    'memory_bound_step_secs' (the step's bytes at that bandwidth) and
+    'fraction_of_memory_bound' (that time over the measured step's).
   """
   steps_per_sec = result['train_images_per_sec'] / result['batch_size']
   result['train_gflops'] = result['flops_per_step'] * steps_per_sec / 1e9
@@ -98,6 +102,11 @@ def add_derived(result, peaks_gflops):
                                 peaks_gflops[result['precision']])
   result['input_over_train'] = (result['input_images_per_sec'] /
                                 result['train_images_per_sec'])
+  if bandwidth_gbps and result.get('bytes_per_step'):
+    result['memory_bound_step_secs'] = (result['bytes_per_step'] /
+                                        (bandwidth_gbps * 1e9))
+    result['fraction_of_memory_bound'] = (
+        result['memory_bound_step_secs'] * steps_per_sec)
   return result
 
 
@@ -111,19 +120,21 @@ def ratios(ours, peer):
 def table(results, ratio=None):
   """A short text table of the trainers' results (and their ratio)."""
   rows = [('', 'input img/s', 'train img/s', 'eval img/s', 'mIoU',
-           'GFLOP/s', '% peak', 'peak RSS MB')]
+           'GFLOP/s', '% peak', '% mem limit', 'peak RSS MB')]
   for r in results:
     rows.append((r['trainer'], f"{r['input_images_per_sec']:.1f}",
                  f"{r['train_images_per_sec']:.2f}",
                  f"{r['eval_images_per_sec']:.2f}", f"{r['mean_iou']:.3f}",
                  f"{r['train_gflops']:.1f}",
                  f"{100 * r['fraction_of_peak']:.1f}",
+                 (f"{100 * r['fraction_of_memory_bound']:.1f}"
+                  if 'fraction_of_memory_bound' in r else ''),
                  f"{r['peak_rss_mb']:.0f}"))
   if ratio:
     rows.append(('ratio', f"{ratio['input_images_per_sec']:.2f}x",
                  f"{ratio['train_images_per_sec']:.2f}x",
                  f"{ratio['eval_images_per_sec']:.2f}x",
-                 f"{ratio['mean_iou_difference']:+.3f}", '', '', ''))
+                 f"{ratio['mean_iou_difference']:+.3f}", '', '', '', ''))
   widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
   lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths))
            for row in rows]

@@ -6,11 +6,14 @@
 Measures, after warm-up: input-pipeline images/s, training images/s,
 evaluation images/s, mean IoU after --train_steps, peak resident memory, and
 the training step's FLOP/s (FLOPs counted from its graph) as a fraction of
-this machine's dense matmul peak (measured here, float32 and bfloat16).
+this machine's dense matmul peak (measured here, float32 and bfloat16), and
+the step's memory-bound limit: the bytes its ops read and write, counted from
+its graph, at this machine's measured memory bandwidth, over the step's time.
 --peer runs the same experiment through the Model Garden's own trainer
 (SemanticSegmentationTask and its Orbit loop) and prints the ratios;
 --layer_gin_file instead measures the experiment with those gin files layered
-on (e.g. gin/semi_supervised/pseudoseg.gin) against the experiment alone, and
+on (e.g. gin/semi_supervised/pseudoseg.gin), or with the --layer_gin_param
+bindings alone, against the experiment alone, and
 prints how many times longer its training step takes. Each
 trainer runs in a process of its own, one after the other, --repeats times;
 the medians count; their model dirs go under --model_dir (default a temporary
@@ -34,6 +37,7 @@ from absl import flags
 import tensorflow as tf
 
 from benchmarks import measure
+from benchmarks import memory
 from benchmarks import report
 from benchmarks import runner
 from benchmarks import time_to_miou
@@ -56,8 +60,10 @@ flags.DEFINE_multi_string('layer_gin_param', [],
 flags.DEFINE_integer('repeats', 1, 'Runs of each trainer, alternating.')
 flags.DEFINE_string('output', None, 'A file to append the JSON line to.')
 flags.register_multi_flags_validator(
-    ['peer', 'layer_gin_file'], lambda f: not (f['peer'] and f['layer_gin_file']),
-    '--peer and --layer_gin_file are separate comparisons; pass one.')
+    ['peer', 'layer_gin_file', 'layer_gin_param'],
+    lambda f: not (f['peer'] and (f['layer_gin_file'] or f['layer_gin_param'])),
+    '--peer and --layer_gin_file/--layer_gin_param are separate comparisons; '
+    'pass one.')
 flags.register_validator(
     'eval_batches', lambda value: value is None or value >= 2,
     '--eval_batches must be at least 2: the first batch is not timed.')
@@ -104,10 +110,15 @@ def _runner_args(model_dir, layered=False):
   return args
 
 
+def _layered():
+  return bool(FLAGS.layer_gin_file or FLAGS.layer_gin_param)
+
+
 def _configurations():
   """(name, trainer, layered) of each configuration measured."""
-  if FLAGS.layer_gin_file:
-    layers = '+'.join(os.path.basename(f) for f in FLAGS.layer_gin_file)
+  if _layered():
+    layers = '+'.join([os.path.basename(f) for f in FLAGS.layer_gin_file] +
+                      ['layer_gin_param'] * bool(FLAGS.layer_gin_param))
     return [('official_seg', 'official_seg', False),
             (f'official_seg+{layers}', 'official_seg', True)]
   trainers = runner.TRAINERS if FLAGS.peer else runner.TRAINERS[:1]
@@ -169,10 +180,12 @@ def main(argv):
     return
   peaks = {'float32': measure.matmul_peak_gflops(tf.float32),
            'mixed_bfloat16': measure.matmul_peak_gflops(tf.bfloat16)}
+  bandwidth = memory.memory_bandwidth_gbps()
   # Each run's model dir goes under --model_dir.
   work_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix='benchmark-')
-  results = [report.add_derived(r, peaks) for r in _measure_trainers(work_dir)]
-  layered = bool(FLAGS.layer_gin_file)
+  results = [report.add_derived(r, peaks, bandwidth)
+             for r in _measure_trainers(work_dir)]
+  layered = _layered()
   ratio = (report.ratios(*results) if len(results) == 2 and not layered
            else None)
   line = {
@@ -180,6 +193,7 @@ def main(argv):
       'command': ' '.join(sys.argv),
       'machine': report.machine(),
       'matmul_peak_gflops': peaks,
+      'memory_bandwidth_gbps': bandwidth,
       'results': results,
       'ratio': ratio,
   }
@@ -190,7 +204,8 @@ def main(argv):
     print(f"{results[1]['trainer']}: a training step takes "
           f"{line['layered_step_cost']:.2f}x the experiment's own.")
   print(f"Matmul peak: {peaks['float32']:.0f} GFLOP/s float32, "
-        f"{peaks['mixed_bfloat16']:.0f} bfloat16")
+        f"{peaks['mixed_bfloat16']:.0f} bfloat16; memory bandwidth "
+        f'{bandwidth:.1f} GB/s')
   _write(line)
 
 

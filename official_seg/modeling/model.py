@@ -3,15 +3,18 @@
 import gin
 import tensorflow as tf
 from official.vision.modeling import backbones
-from official.vision.modeling import decoders
 from official.vision.modeling import heads
 from official.vision.modeling import segmentation_model
+
+from official_seg.modeling import aspp
 
 # The Model Garden's own classes, referenced directly from gin files. The
 # defaults below are the registered versions, so bindings apply to them too.
 for _cls in (backbones.MobileNet, backbones.ResNet, backbones.DilatedResNet):
   gin.external_configurable(_cls, module='backbones')
-ASPP = gin.external_configurable(decoders.ASPP, module='decoders')
+# decoders.ASPP: the Model Garden's ASPP without the atrous kernel taps that
+# can only read padding (aspp.ASPP; drop_padding_taps=False keeps them).
+ASPP = aspp.ASPP
 SegmentationHead = gin.external_configurable(heads.SegmentationHead,
                                              module='heads')
 

@@ -35,6 +35,19 @@ class ReportTest(tf.test.TestCase):
     self.assertAllClose(result['fraction_of_peak'], 0.1)
     self.assertAllClose(result['input_over_train'], 5.0)
 
+  def test_memory_bound_limit(self):
+    result = report.add_derived(
+        _result('official_seg', 16.0, bytes_per_step=3e9),
+        {'float32': 80.0, 'mixed_bfloat16': 160.0}, bandwidth_gbps=12.0)
+    # 3 GB at 12 GB/s is 0.25 s; a step takes 0.5 s (2 steps/s).
+    self.assertAllClose(result['memory_bound_step_secs'], 0.25)
+    self.assertAllClose(result['fraction_of_memory_bound'], 0.5)
+    self.assertIn(' 50.0 ', report.table([result]))
+    # The Model Garden's result counts no bytes: no limit, an empty cell.
+    peer = report.add_derived(_result('model_garden', 16.0), {'float32': 80.0})
+    self.assertNotIn('fraction_of_memory_bound', peer)
+    self.assertLen(report.table([result, peer]).splitlines(), 3)
+
   def test_ratios_and_table(self):
     peaks = {'float32': 80.0, 'mixed_bfloat16': 160.0}
     results = [report.add_derived(_result('official_seg', 16.0), peaks),

@@ -11,12 +11,15 @@ from tensorflow.python.framework import ops
 
 RESULT_PREFIX = 'BENCHMARK_RESULT '
 _CALL_OPS = ('PartitionedCall', 'StatefulPartitionedCall')
-# Backward depthwise convolutions have no registered FLOP statistics in
-# TensorFlow; each costs what the forward convolution costs.
-_DEPTHWISE_GRADS = {
-    'DepthwiseConv2dNativeBackpropInput': 2,
-    'DepthwiseConv2dNativeBackpropFilter': 2,
-}
+# Backward convolutions, each counted at the forward convolution's cost.
+# TensorFlow registers no FLOP statistics for the depthwise ones, and its
+# statistics of the dense ones count the forward input's size as the output's:
+# right for 'SAME' stride-1 convolutions, but many times too much for a
+# 'VALID' convolution on space-to-batch blocks (how dilated convolutions run
+# off TPUs), whose output is much smaller than its input.
+_BACKWARD_CONVS = (
+    'DepthwiseConv2dNativeBackpropInput', 'DepthwiseConv2dNativeBackpropFilter',
+    'Conv2DBackpropInput', 'Conv2DBackpropFilter')
 
 
 def peak_rss_mb():
@@ -24,14 +27,22 @@ def peak_rss_mb():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _depthwise_grad_flops(op):
-  """2 * kh * kw per element of the output gradient (input index 2)."""
+def _backward_conv_flops(op):
+  """The forward convolution's FLOPs, from the output gradient (input 2).
+
+  Returns:
+    int: 2 * kh * kw per element of the output gradient, times the input
+    channels for a dense convolution (a depthwise one reads one input
+    channel per output element); None when a shape is not static.
+  """
   grad_shape = op.inputs[2].shape
   filter_shape = (op.inputs[1].shape if op.type.endswith('Input')
                   else op.outputs[0].shape)
   if not (grad_shape.is_fully_defined() and filter_shape.is_fully_defined()):
     return None
-  return 2 * int(np.prod(grad_shape)) * filter_shape[0] * filter_shape[1]
+  reads = 1 if op.type.startswith('Depthwise') else filter_shape[2]
+  return (2 * int(np.prod(grad_shape)) * filter_shape[0] * filter_shape[1]
+          * reads)
 
 
 def _called_graph(graph, op):
@@ -46,8 +57,8 @@ def _op_flops(graph, op):
   if op.type in _CALL_OPS:
     called = _called_graph(graph, op)
     return graph_flops_and_unknown(called) if called else (0, 0)
-  if op.type in _DEPTHWISE_GRADS:
-    flops = _depthwise_grad_flops(op)
+  if op.type in _BACKWARD_CONVS:
+    flops = _backward_conv_flops(op)
     return (flops, 0) if flops is not None else (0, 1)
   try:
     stats = ops.get_stats_for_node_def(graph, op.node_def, 'flops')
@@ -74,8 +85,8 @@ def graph_flops_and_unknown(graph, targets=None):
   """FLOPs of the ops of a graph, and the count of ops it could not count.
 
   Counted with TensorFlow's registered FLOP statistics (as
-  `tf.compat.v1.profiler` counts them), plus backward depthwise
-  convolutions, and recursing into called functions (a `tf.function`'s
+  `tf.compat.v1.profiler` counts them), except backward convolutions,
+  each counted at its forward convolution's cost, and recursing into called functions (a `tf.function`'s
   nested calls). Element-wise ops without statistics (batch norm, ReLU,
   resizes) count 0, so the figure is a lower bound dominated by
   convolutions.

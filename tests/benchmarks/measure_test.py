@@ -39,6 +39,26 @@ class MeasureTest(tf.test.TestCase):
     everything, _ = measure.graph_flops_and_unknown(graph)
     self.assertGreaterEqual(everything - expected, 2 * 10 * 10 * 10)
 
+  def test_backward_convs_of_a_dilated_conv_cost_the_forward_conv(self):
+    graph = tf.Graph()
+    with graph.as_default():
+      images = tf.compat.v1.placeholder(tf.float32, [1, 5, 5, 2])
+      kernel = tf.compat.v1.placeholder(tf.float32, [3, 3, 2, 3])
+      # Off TPUs, rate 6 on 5x5 runs as a 'VALID' convolution on
+      # space-to-batch blocks: 36 blocks of 3x3 inputs and 1x1 outputs.
+      out = tf.nn.atrous_conv2d(images, kernel, 6, 'SAME')
+      grads = tf.gradients(tf.reduce_sum(out * out), [images, kernel])
+    conv_types = sorted(op.type for op in graph.get_operations()
+                        if op.type.startswith('Conv2D'))
+    self.assertEqual(conv_types, ['Conv2D', 'Conv2DBackpropFilter',
+                                  'Conv2DBackpropInput'])
+    # Each of the three: 2 * 36 outputs * 3 channels * 9 taps * 2 inputs
+    # (TensorFlow's statistics count the backward two at 9 times that);
+    # out * out, its gradient's product and their sum: 75 each.
+    conv = 2 * (36 * 1 * 1 * 3) * 9 * 2
+    self.assertEqual(measure.graph_flops_and_unknown(graph, grads),
+                     (3 * conv + 3 * 75, 0))
+
   def test_counts_inside_called_functions(self):
 
     @tf.function

@@ -198,6 +198,18 @@ def _without_build_configs(config):
   return copy.deepcopy(config)
 
 
+def from_template(built, input_size):
+  """The quantized model of a `Template` at a static (height, width).
+
+  Built in the current graph, or as eager variables when executing eagerly
+  (the TFLite export of qat_int8); the weights keep the template's order.
+  """
+  config = _without_build_configs(built.config)
+  config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
+  with tfmot.quantization.keras.quantize_scope(_SCOPE):
+    return tf.keras.Model.from_config(config)
+
+
 def build_quantized_model(num_classes, input_size):
   """The quantized model, built in the current graph at a static size.
 
@@ -221,10 +233,7 @@ def build_quantized_model(num_classes, input_size):
         f'{tuple(input_size)}: set tflite_export.input_size or the crop '
         'sizes (CROP_SIZE, EVAL_CROP_SIZE).')
   built = template(num_classes, input_size)
-  config = _without_build_configs(built.config)
-  config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
-  with tfmot.quantization.keras.quantize_scope(_SCOPE):
-    model = tf.keras.Model.from_config(config)
+  model = from_template(built, input_size)
   names = float_variable_names(num_classes)
   model.checkpoint_names = {
       weight.name.split(':')[0]: names[source]

@@ -7,12 +7,14 @@ import tensorflow as tf
 
 from official_seg.data import storage
 from official_seg.export import saved_model
+from official_seg.export import tflite_qat
 from official_seg.export import tflite_runner
 
 TFLITE_DIR = 'tflite'
 # float32: as trained. float16: weights stored in float16. dynamic_range:
 # int8 weights, float activations. int8: full integer, calibrated on eval
-# images. qat_int8: a quantization-aware trained graph's own ranges.
+# images. qat_int8: full integer, a quantization-aware trained model's own
+# ranges (export/tflite_qat.py).
 KINDS = ('float32', 'float16', 'dynamic_range', 'int8', 'qat_int8')
 
 
@@ -48,12 +50,22 @@ def check_kinds(kinds, quantized):
         "None); use 'int8' for a float model.")
 
 
-def _serving_graph(estimator, parser, input_size, probabilities):
-  """Builds the graph: uint8 image and size in, class ids out.
+def serving_inputs(parser, image, size):
+  """The model's batch of one: uint8 [1, H, W, 3] and (h, w) int32 [2].
 
   The eval parser normalizes the pixels (the same function evaluation and
-  the SavedModel use) and those beyond the image's size become 0, the
-  normalized mean pixel that the eval parser pads with.
+  the SavedModel use) and those beyond (h, w) become 0, the normalized mean
+  pixel that the eval parser pads with. Returns float32 [1, H, W, 3].
+  """
+  height, width = image.shape[1:3]
+  normalized = parser.normalize(tf.cast(image[0], tf.float32))
+  inside = tf.logical_and(tf.range(height)[:, None] < size[0],
+                          tf.range(width)[None, :] < size[1])
+  return (normalized * tf.cast(inside, tf.float32)[:, :, None])[None]
+
+
+def _serving_graph(estimator, parser, input_size, probabilities):
+  """Builds the graph: uint8 image and size in (`serving_inputs`), class ids out.
 
   Returns:
     (inputs [image, size], outputs [semantic (, probabilities)], saver).
@@ -65,11 +77,8 @@ def _serving_graph(estimator, parser, input_size, probabilities):
                                    name=tflite_runner.IMAGE_INPUT)
   size = tf.compat.v1.placeholder(tf.int32, [2],
                                   name=tflite_runner.SIZE_INPUT)
-  normalized = parser.normalize(tf.cast(image[0], tf.float32))
-  inside = tf.logical_and(tf.range(height)[:, None] < size[0],
-                          tf.range(width)[None, :] < size[1])
-  normalized *= tf.cast(inside, tf.float32)[:, :, None]
-  features = {'image': normalized[None], 'height': size[None, 0],
+  features = {'image': serving_inputs(parser, image, size),
+              'height': size[None, 0],
               'width': size[None, 1], 'valid': tf.ones([1])}
   spec = estimator.model_fn(features, None, tf.estimator.ModeKeys.PREDICT,
                             estimator.config)
@@ -109,8 +118,7 @@ def _configure(converter, kind, representative_dataset):
   elif kind == 'int8':
     converter.representative_dataset = representative_dataset
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-  # dynamic_range: DEFAULT alone. qat_int8: DEFAULT on the fake-quant graph
-  # takes its ranges from the graph; it needs no representative dataset.
+  # dynamic_range: DEFAULT alone. qat_int8: see _convert_qat.
 
 
 def _convert(session, inputs, outputs, kind, representative_dataset):
@@ -122,6 +130,24 @@ def _convert(session, inputs, outputs, kind, representative_dataset):
 
 def _write(path, content):
   storage.write_whole(path, content)
+
+
+def _write_kind(estimator, checkpoint_path, kind, convert):
+  tf.compat.v1.logging.info('Converting %s to TFLite %s.', checkpoint_path,
+                            kind)
+  path = tflite_path(estimator.model_dir, kind)
+  _write(path, convert(kind))
+  tf.compat.v1.logging.info('Wrote %s.', path)
+  return path
+
+
+def _convert_qat(num_classes, parser, input_size, checkpoint_path,
+                 probabilities, representative):
+  """qat_int8, converted eagerly (export/tflite_qat.py says why)."""
+  model = tflite_qat.restored_model(num_classes, input_size, checkpoint_path)
+  return tflite_qat.convert(
+      model, lambda image, size: serving_inputs(parser, image, size),
+      input_size, probabilities, representative)
 
 
 @gin.configurable(denylist=['serving', 'parser', 'quantized',
@@ -156,19 +182,22 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
   input_size = tuple(int(v) for v in (input_size or parser.crop_size))
   representative = (calibration_inputs(serving.dataset, input_size,
                                        parser.resize_range, calibration_images)
-                    if 'int8' in kinds else None)
+                    if {'int8', 'qat_int8'} & set(kinds) else None)
   written = {}
+  session_kinds = [kind for kind in kinds if kind != 'qat_int8']
   with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-    inputs, outputs, saver = _serving_graph(estimator, parser, input_size,
-                                            probabilities)
-    saver.restore(session, checkpoint_path)
-    for kind in kinds:
-      tf.compat.v1.logging.info('Converting %s to TFLite %s.',
-                                checkpoint_path, kind)
-      written[kind] = tflite_path(estimator.model_dir, kind)
-      _write(written[kind],
-             _convert(session, inputs, outputs, kind, representative))
-      tf.compat.v1.logging.info('Wrote %s.', written[kind])
+    if session_kinds:
+      inputs, outputs, saver = _serving_graph(estimator, parser, input_size,
+                                              probabilities)
+      saver.restore(session, checkpoint_path)
+    for kind in session_kinds:
+      written[kind] = _write_kind(estimator, checkpoint_path, kind, lambda k: (
+          _convert(session, inputs, outputs, k, representative)))
+  if 'qat_int8' in kinds:
+    written['qat_int8'] = _write_kind(
+        estimator, checkpoint_path, 'qat_int8', lambda _: _convert_qat(
+            serving.dataset.num_classes, parser, input_size, checkpoint_path,
+            probabilities, representative))
   _write_metadata(estimator.model_dir, serving.dataset, checkpoint_path,
                   parser.resize_range)
   return written

@@ -122,6 +122,21 @@ def read_metadata(tflite_path):
     return json.load(f)
 
 
+def _inputs_and_outputs(interpreter):
+  """Input and output details by name.
+
+  The session-converted kinds name their tensors; qat_int8, converted from
+  a concrete function, names them in its signature.
+  """
+  inputs = {d['name']: d for d in interpreter.get_input_details()}
+  outputs = {d['name']: d for d in interpreter.get_output_details()}
+  if SEMANTIC_OUTPUT not in outputs and interpreter.get_signature_list():
+    runner = interpreter.get_signature_runner()
+    inputs = runner.get_input_details()
+    outputs = runner.get_output_details()
+  return inputs, outputs
+
+
 class TfliteModel:
   """Label maps of decoded images from a .tflite of `tflite.tflite_export`."""
 
@@ -152,7 +167,7 @@ class TfliteModel:
     self._interpreter = tf.lite.Interpreter(
         model_content=content, num_threads=num_threads or os.cpu_count())
     self._interpreter.allocate_tensors()
-    inputs = {d['name']: d for d in self._interpreter.get_input_details()}
+    inputs, outputs = _inputs_and_outputs(self._interpreter)
     if set(inputs) != {IMAGE_INPUT, SIZE_INPUT}:
       raise ValueError(f'{path} has inputs {sorted(inputs)}, not '
                        f'{[IMAGE_INPUT, SIZE_INPUT]}; it is not a model of '
@@ -160,9 +175,7 @@ class TfliteModel:
     self._image = inputs[IMAGE_INPUT]['index']
     self._size = inputs[SIZE_INPUT]['index']
     self.input_size = tuple(int(v) for v in inputs[IMAGE_INPUT]['shape'][1:3])
-    outputs = {d['name']: d['index']
-               for d in self._interpreter.get_output_details()}
-    self._semantic = outputs[SEMANTIC_OUTPUT]
+    self._semantic = outputs[SEMANTIC_OUTPUT]['index']
     self.seconds = []  # Interpreter time of each call.
 
   @property

@@ -14,6 +14,7 @@ from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
+from official_seg.modeling import quantized
 from official_seg.runtime import tpu_estimator
 from official_seg.training import averaging
 from official_seg.training import optimizers
@@ -51,9 +52,11 @@ class ModelFnOptions:
       exponential moving averages of the trainable variables; evaluation,
       prediction and export restore them in place of the raw weights
       (training/averaging.py). DeepLab-style runs use 0.9999.
-    quantize_delay_step: int or None. Reserved for quantization-aware
-      training (DeepLab's quantize_delay_step); only None (float training)
-      is accepted: docs/deployment.md says why QAT is not built yet.
+    quantize_delay_step: int or None (float). 0 trains, evaluates and
+      exports Model Garden's quantization-aware model (fake quantization,
+      modeling/quantized.py), started from a float INIT_CHECKPOINT
+      (gin/deployment/qat.gin). DeepLab's delay (float steps first) is
+      not available: train float, then fine-tune from that checkpoint.
     semi_supervised: a `semi_supervised.SemiSupervisedOptions`, or None
       (supervised). Set by gin/semi_supervised/*.gin, with the unlabeled
       stream's split and batch; evaluation and export are unchanged.
@@ -71,11 +74,24 @@ class ModelFnOptions:
       raise ValueError(f'ModelFnOptions.precision={self.precision!r} is not '
                        f'one of {PRECISIONS}.')
     averaging.check_decay(self.moving_average_decay)
-    if self.quantize_delay_step is not None:
-      raise ValueError(
-          f'ModelFnOptions.quantize_delay_step={self.quantize_delay_step!r}: '
-          'quantization-aware training is not available in this version '
-          '(docs/deployment.md); remove the binding.')
+    _check_quantization(self)
+
+
+def _check_quantization(options):
+  """What quantization-aware training cannot be combined with."""
+  delay = options.quantize_delay_step
+  if delay is None:
+    return
+  if delay != 0:
+    raise ValueError(
+        f'ModelFnOptions.quantize_delay_step={delay!r}: only 0 (quantize '
+        'from the first step) or None; for a delay, train float, then '
+        'fine-tune with quantization from INIT_CHECKPOINT '
+        '(docs/deployment.md).')
+  if options.precision != 'float32' or options.semi_supervised:
+    raise ValueError(
+        'ModelFnOptions.quantize_delay_step=0 needs ModelFnOptions.precision'
+        " = 'float32' and ModelFnOptions.semi_supervised = None.")
 
 
 @contextlib.contextmanager
@@ -203,8 +219,12 @@ def _train_spec(model, features, labels, step, params, config, dataset,
 
 def _build_spec(dataset, options, features, labels, mode, params, config):
   """The spec of one mode; see `make_model_fn`."""
-  model = model_lib.build_model(num_classes=dataset.num_classes)
   images = features['image']
+  if options.quantize_delay_step is None:
+    model = model_lib.build_model(num_classes=dataset.num_classes)
+  else:
+    model = quantized.build_quantized_model(dataset.num_classes,
+                                            images.shape[1:3].as_list())
   if mode == ModeKeys.TRAIN:
     training = options.fine_tune_batch_norm
     if options.semi_supervised:

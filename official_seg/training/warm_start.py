@@ -223,8 +223,11 @@ def restore_plan(model, init_checkpoint, modules=('all',), rules=(),
   if object_based:
     keys = _object_based_keys(prefix, reader, selected)
   else:
+    # A quantized model names the float weights it starts from.
+    renamed = getattr(model, 'checkpoint_names', {})
     names = map(optimizers.variable_name, model.variables)
-    keys = {name: name for name in names if name in shapes}
+    keys = {name: renamed.get(name, name) for name in names
+            if renamed.get(name, name) in shapes}
   report = _classify(model, selected, keys, shapes, rules)
   if report['skipped_shape'] and not skip_shape_mismatch:
     raise _shape_error(prefix, report['skipped_shape'])

@@ -112,8 +112,8 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
   def test_options_name_their_bindings(self):
     with self.assertRaisesRegex(
-        ValueError, r'ModelFnOptions.quantize_delay_step=0: .*not available'):
-      model_fn_lib.ModelFnOptions(quantize_delay_step=0)
+        ValueError, r'ModelFnOptions.quantize_delay_step=7: only 0'):
+      model_fn_lib.ModelFnOptions(quantize_delay_step=7)
     with self.assertRaisesRegex(
         ValueError, r'ModelFnOptions.moving_average_decay=1.5'):
       model_fn_lib.ModelFnOptions(moving_average_decay=1.5)

@@ -1,0 +1,247 @@
+"""Quantization-aware DeepLab: Model Garden's QAT model, built eagerly once, rebuilt in each graph."""
+
+import concurrent.futures
+import copy
+import dataclasses
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from official.vision.modeling import backbones
+from official.vision.modeling import decoders
+
+from official_seg.modeling import model as model_lib
+
+# Importing tensorflow-model-optimization sets TF_USE_LEGACY_KERAS=1 for the
+# whole process, and TensorFlow then resolves every `tf.keras` loader not yet
+# used (tfmot's own imports use tf.compat.v1.keras) to tf_keras, while Model
+# Garden's layers are Keras 2.15's: a model mixing the two cannot be cloned
+# by the QAT transforms. So the loaders are resolved first and the setting
+# undone after the import.
+_LEGACY_KERAS = os.environ.get('TF_USE_LEGACY_KERAS')
+for _keras in (tf.keras, tf.compat.v1.keras, tf.compat.v2.keras):
+  assert _keras.layers.Layer
+# pylint: disable=g-import-not-at-top,g-bad-import-order
+import tensorflow_model_optimization as tfmot
+from official.projects.qat.vision.configs import common
+from official.projects.qat.vision.modeling import factory
+# pylint: enable=g-import-not-at-top,g-bad-import-order
+if _LEGACY_KERAS is None:
+  os.environ.pop('TF_USE_LEGACY_KERAS', None)
+else:
+  os.environ['TF_USE_LEGACY_KERAS'] = _LEGACY_KERAS
+
+# The custom objects Model Garden's factory quantizes under.
+_SCOPE = {'L2': tf.keras.regularizers.l2}
+# Each float weight is filled with its own tag before quantization, so the
+# quantized weight that holds a tag is the one the factory copied it into.
+# Far from every quantizer's initial value (0, 1, -1, +-6, ...); exact in
+# float32.
+_TAG_BASE = 10000.25
+_UNQUANTIZABLE_FUSIONS = ('pyramid_fusion', 'panoptic_fpn_fusion')
+# Template per float model configuration, for the process's lifetime.
+_TEMPLATES = {}
+
+
+class QuantizationError(ValueError):
+  """The model cannot be quantized; the message names the gin binding."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Template:
+  """The quantized model as Keras config, and where its weights come from.
+
+  Attributes:
+    config: the Keras functional config of the quantized model.
+    sources: per quantized weight (in `model.weights` order), the index of
+      the float model's weight the factory copied into it, or -1 for a
+      weight quantization adds (ranges, step counters).
+  """
+
+  config: dict
+  sources: tuple
+
+
+def check_quantizable(float_model):
+  """Raises QuantizationError, naming the binding, for what QAT cannot take.
+
+  Model Garden's QAT project quantizes MobileNet backbones, an ASPP decoder
+  that outputs one tensor, and heads without pyramid fusions.
+  """
+  if not isinstance(float_model.backbone, backbones.MobileNet):
+    raise QuantizationError(
+        f'build_model.backbone builds a {type(float_model.backbone).__name__}'
+        '; quantization-aware training (ModelFnOptions.quantize_delay_step) '
+        "supports Model Garden's QAT backbones only: @backbones.MobileNet.")
+  decoder = float_model.decoder
+  if decoder is not None and not (
+      isinstance(decoder, decoders.ASPP)
+      and decoder.get_config()['output_tensor']):
+    raise QuantizationError(
+        'quantization-aware training needs build_model.decoder = '
+        '@decoders.ASPP with decoders.ASPP.output_tensor = True (as '
+        'gin/deployment/qat.gin sets).')
+  fusion = float_model.head.get_config().get('feature_fusion')
+  if fusion in _UNQUANTIZABLE_FUSIONS:
+    raise QuantizationError(
+        f'heads.SegmentationHead.feature_fusion = {fusion!r} is not '
+        "supported by Model Garden's QAT head; use None or 'deeplabv3plus'.")
+
+
+def _config_key(num_classes, float_model):
+  parts = [num_classes] + [layer.get_config() for layer in
+                           (float_model.backbone, float_model.decoder,
+                            float_model.head) if layer is not None]
+  # Regularizers and initializers are keyed by their own configs.
+  return json.dumps(parts, sort_keys=True, default=lambda obj: [
+      type(obj).__name__, getattr(obj, 'get_config', dict)()])
+
+
+def _sources(float_weights, quantized_weights):
+  """Index of the float weight each quantized weight holds, or -1."""
+  shapes = [tuple(w.shape) for w in float_weights]
+  sources = []
+  for weight in quantized_weights:
+    value = weight.numpy()
+    index = int(round(float(value.flat[0]) - _TAG_BASE)) if value.size else -1
+    if not (0 <= index < len(shapes) and shapes[index] == value.shape
+            and np.all(value == _TAG_BASE + index)):
+      index = -1
+    sources.append(index)
+  missing = sorted(set(range(len(shapes))) - set(sources))
+  if missing:
+    raise QuantizationError(
+        'The quantized model does not carry over float weights '
+        f'{[float_weights[i].name for i in missing[:3]]}; check the '
+        'build_model bindings against gin/deployment/qat.gin.')
+  return tuple(sources)
+
+
+def _build_template(num_classes, input_size):
+  """Runs eagerly: the float model, quantized by Model Garden's factory.
+
+  Returns:
+    (key, `Template` or None when `key` is already cached).
+  """
+  float_model = model_lib.build_model(num_classes=num_classes)
+  check_quantizable(float_model)
+  key = _config_key(num_classes, float_model)
+  if key in _TEMPLATES:
+    return key, None
+  float_model(tf.zeros([1, *input_size, 3]))
+  for index, weight in enumerate(float_model.weights):
+    weight.assign(tf.fill(weight.shape, _TAG_BASE + index))
+  spec = tf.keras.layers.InputSpec(shape=[None, *input_size, 3])
+  try:
+    quantized = factory.build_qat_segmentation_model(
+        float_model, common.Quantization(), spec)
+  except (ValueError, KeyError, TypeError, NotImplementedError) as error:
+    raise QuantizationError(
+        "Model Garden's QAT factory cannot quantize the model of "
+        f'build_model.backbone/decoder/head: {type(error).__name__}: '
+        f'{error}'.split('\n')[0]) from error
+  return key, Template(quantized.get_config(),
+                       _sources(float_model.weights, quantized.weights))
+
+
+def template(num_classes, input_size):
+  """The `Template` of the gin-configured model, built once per process.
+
+  Model Garden's QAT transforms call `compute_output_shape`, which Keras
+  layers built in a graph (Estimator's model_fn) implement only when
+  executing eagerly, and `tf.init_scope` under Estimator's graph stays in
+  graph mode. A thread of its own starts eager (graph and execution mode
+  are per thread), so the factory runs there, wherever this is called.
+
+  Args:
+    num_classes: int.
+    input_size: (height, width) to build at; the template serves any size.
+
+  Returns:
+    A `Template`.
+
+  Raises:
+    QuantizationError: the gin-configured model cannot be quantized.
+  """
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    key, built = pool.submit(_build_template, num_classes,
+                             tuple(input_size)).result()
+  if built is not None:
+    _TEMPLATES[key] = built
+  return _TEMPLATES[key]
+
+
+def float_variable_names(num_classes):
+  """The float model's weight names, as its own training graph names them.
+
+  Built in a graph of its own, as Estimator builds the float model_fn's.
+  """
+  with tf.Graph().as_default():
+    float_model = model_lib.build_model(num_classes=num_classes)
+    float_model(tf.compat.v1.placeholder(tf.float32, [1, None, None, 3]))
+    return [weight.name.split(':')[0] for weight in float_model.weights]
+
+
+def _without_build_configs(config):
+  """A copy without the layers' recorded input shapes.
+
+  Keras records each layer's build input shape in its config; the quantized
+  head's and ASPP's fixed resizes would keep the template's size. Without
+  them each layer builds at the shapes it is called on.
+  """
+  if isinstance(config, dict):
+    return {key: _without_build_configs(value)
+            for key, value in config.items() if key != 'build_config'}
+  if isinstance(config, list):
+    return [_without_build_configs(value) for value in config]
+  return copy.deepcopy(config)
+
+
+def from_template(built, input_size):
+  """The quantized model of a `Template` at a static (height, width).
+
+  Built in the current graph, or as eager variables when executing eagerly
+  (the TFLite export of qat_int8); the weights keep the template's order.
+  """
+  config = _without_build_configs(built.config)
+  config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
+  with tfmot.quantization.keras.quantize_scope(_SCOPE):
+    return tf.keras.Model.from_config(config)
+
+
+def build_quantized_model(num_classes, input_size):
+  """The quantized model, built in the current graph at a static size.
+
+  Args:
+    num_classes: int.
+    input_size: (height, width) ints: the images' static size (the QAT
+      ASPP and head resize to shapes fixed when they are built).
+
+  Returns:
+    A Keras functional model whose call returns {'logits': [B, h, w, C]};
+    attributes `checkpoint_items` (backbone, decoder, head layers, for the
+    warm start) and `checkpoint_names` (quantized weight name to the float
+    checkpoint's name of the weight it starts from).
+
+  Raises:
+    QuantizationError: the model cannot be quantized, or a size is unknown.
+  """
+  if None in tuple(input_size):
+    raise QuantizationError(
+        f'quantization-aware models need images of a static size, got '
+        f'{tuple(input_size)}: set tflite_export.input_size or the crop '
+        'sizes (CROP_SIZE, EVAL_CROP_SIZE).')
+  built = template(num_classes, input_size)
+  model = from_template(built, input_size)
+  names = float_variable_names(num_classes)
+  model.checkpoint_names = {
+      weight.name.split(':')[0]: names[source]
+      for weight, source in zip(model.weights, built.sources) if source >= 0}
+  # Input, backbone, then the quantized ASPP (if any) and head, in the
+  # factory's order.
+  modules = model.layers[1:]
+  model.checkpoint_items = dict(zip(
+      ('backbone', 'decoder', 'head') if len(modules) == 3
+      else ('backbone', 'head'), modules))
+  return model

@@ -1,0 +1,168 @@
+"""Quantization-aware training: the warm start, a train step and qat_int8."""
+
+import math
+import os
+import shutil
+import tempfile
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.export import tflite
+from official_seg.modeling import quantized
+from official_seg.runtime import experiment
+from official_seg.runtime import gin_config
+from official_seg.runtime import model_fn as model_fn_lib
+from tests import testing_utils
+
+# Training at 33 and the TFLite input at 41 (the eval crop): the quantized
+# model's template, built once in the process (the costly part of these
+# tests), serves both sizes. A learning rate of 0 keeps every trained
+# weight the float checkpoint gave, so the restore can be checked on the
+# checkpoint the QAT step writes; the step runs in training mode (as with
+# FINE_TUNE_BATCH_NORM = True), which updates the batch-norm statistics and
+# the quantizers' ranges.
+_SIZE = ['CROP_SIZE = [33, 33]', 'EVAL_CROP_SIZE = [41, 41]']
+_FROZEN = ['BASE_LEARNING_RATE = 0.0']
+# What a training step changes even at a learning rate of 0.
+_UPDATED = ('/moving_mean', '/moving_variance')
+# tfmot's activation quantizers start with the range [-6, 6].
+_INITIAL_RANGE = 6.0
+
+
+def _parse(data_dir, files, extra):
+  gin.clear_config()
+  gin_config.parse(['experiments/quickstart.gin'] + files,
+                   testing_utils.tiny_bindings(data_dir, 1, _SIZE + extra),
+                   finalize=False)
+
+
+class QuantizationAwareTrainingTest(tf.test.TestCase):
+  """A float step, then a QAT step from it and its qat_int8 export."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.data_dir = os.path.join(cls.root, 'data')
+    testing_utils.write_tiny_dataset(cls.data_dir, num_train=2, num_val=2,
+                                     num_shards=1)
+    cls.float_dir = os.path.join(cls.root, 'float')
+    cls.qat_dir = os.path.join(cls.root, 'qat')
+    _parse(cls.data_dir, [], [])
+    tf.keras.utils.set_random_seed(3)
+    experiment.run('train', cls.float_dir)
+    _parse(cls.data_dir, ['deployment/qat.gin'], _FROZEN + [
+        f"INIT_CHECKPOINT = '{cls.float_dir}'",
+        "tflite_export.kinds = ['qat_int8']"])
+    experiment.run('train', cls.qat_dir)
+    experiment.run('export_tflite', cls.qat_dir)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
+  def _checkpoint(self, model_dir):
+    return tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+
+  def test_step_is_finite_and_checkpoints_fake_quant_ranges(self):
+    losses = [value.simple_value
+              for path in tf.io.gfile.glob(os.path.join(self.qat_dir,
+                                                        '*.tfevents.*'))
+              for event in tf.compat.v1.train.summary_iterator(path)
+              for value in event.summary.value if value.tag == 'loss/total']
+    self.assertTrue(losses)
+    self.assertTrue(all(math.isfinite(loss) for loss in losses))
+    reader = self._checkpoint(self.qat_dir)
+    self.assertEqual(reader.get_tensor('global_step'), 1)
+    maxima = [name for name in reader.get_variable_to_shape_map()
+              if name.endswith('output_max')]
+    self.assertGreater(len(maxima), 10)
+    # The training step ran the fake quantizers: they moved their ranges.
+    moved = [name for name in maxima
+             if np.any(reader.get_tensor(name) != _INITIAL_RANGE)]
+    self.assertTrue(moved)
+
+  def test_float_weights_restored_into_the_quantized_model(self):
+    float_reader = self._checkpoint(self.float_dir)
+    qat_reader = self._checkpoint(self.qat_dir)
+    qat_names = set(qat_reader.get_variable_to_shape_map())
+    float_names = quantized.float_variable_names(4)
+    self.assertEqual(len(float_names), len(set(float_names)))
+    _parse(self.data_dir, ['deployment/qat.gin'], _FROZEN)
+    with tf.Graph().as_default():
+      model = quantized.build_quantized_model(4, (33, 33))
+      names = dict(model.checkpoint_names)
+    # Every float weight has one quantized home, found in the checkpoint.
+    self.assertCountEqual(names.values(), float_names)
+    compared = 0
+    for quantized_name, float_name in names.items():
+      self.assertIn(quantized_name, qat_names)
+      if quantized_name.endswith(_UPDATED):
+        continue
+      compared += 1
+      self.assertAllEqual(qat_reader.get_tensor(quantized_name),
+                          float_reader.get_tensor(float_name),
+                          msg=f'{quantized_name} <- {float_name}')
+    self.assertGreater(compared, 150)
+
+  def test_qat_int8_is_full_integer_and_runs(self):
+    path = tflite.tflite_path(self.qat_dir, 'qat_int8')
+    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter.allocate_tensors()
+    inputs = {d['name']: d for d in interpreter.get_input_details()}
+    image = next(d for name, d in inputs.items() if 'image' in name)
+    self.assertEqual(image['dtype'], np.uint8)
+    self.assertEqual(list(image['shape']), [1, 41, 41, 3])
+    # Full integer: float32 only where the uint8 image and the mask become
+    # float before the first quantize op.
+    float_tensors = [d['name'] for d in interpreter.get_tensor_details()
+                     if d['dtype'] == np.float32]
+    self.assertLessEqual(len(float_tensors), 2)
+    self.assertTrue(all(name.startswith('Cast') for name in float_tensors),
+                    float_tensors)
+    self.assertGreater(len([d for d in interpreter.get_tensor_details()
+                            if d['dtype'] == np.int8]), 100)
+    size = next(d for name, d in inputs.items() if 'image' not in name)
+    pixels = np.random.RandomState(0).randint(0, 256, [1, 41, 41, 3])
+    interpreter.set_tensor(image['index'], pixels.astype(np.uint8))
+    interpreter.set_tensor(size['index'], np.array([30, 28], np.int32))
+    interpreter.invoke()
+    semantic = interpreter.get_tensor(
+        interpreter.get_output_details()[0]['index'])
+    self.assertEqual(semantic.shape, (1, 41, 41))
+    self.assertTrue(np.all((semantic >= 0) & (semantic < 4)))
+
+
+class QuantizationErrorsTest(tf.test.TestCase):
+  """What cannot be quantized names its binding."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_unsupported_models_name_the_binding(self):
+    for extra, expected in (
+        (['build_model.backbone = @backbones.ResNet',
+          'backbones.ResNet.model_id = 10'], r'build_model.backbone builds a '
+         r'ResNet; .*@backbones.MobileNet'),
+        (['decoders.ASPP.output_tensor = False'],
+         r'decoders.ASPP.output_tensor = True')):
+      _parse('/nonexistent', ['deployment/qat.gin'], extra)
+      with self.assertRaisesRegex(quantized.QuantizationError, expected):
+        quantized.template(4, (33, 33))
+
+  def test_delay_and_combinations_name_the_binding(self):
+    with self.assertRaisesRegex(
+        ValueError, r'quantize_delay_step=100: only 0 .* or None; for a '
+        r'delay, train float, then fine-tune .* from INIT_CHECKPOINT'):
+      model_fn_lib.ModelFnOptions(quantize_delay_step=100)
+    with self.assertRaisesRegex(ValueError, r"precision = 'float32'"):
+      model_fn_lib.ModelFnOptions(quantize_delay_step=0,
+                                  precision='mixed_bfloat16')
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -118,6 +118,23 @@ def _sources(float_weights, quantized_weights):
   return tuple(sources)
 
 
+def _with_model_garden_aspp(float_model):
+  """The model, its decoder rebuilt as the Model Garden's own ASPP class.
+
+  The QAT factory's transforms find the ASPP by its registered Keras name;
+  `modeling.aspp.ASPP` (bound as `decoders.ASPP`) is a subclass with the
+  same variables and function, which they do not recognise.
+  """
+  decoder = float_model.decoder
+  if decoder is None or type(decoder) is decoders.ASPP:  # pylint: disable=unidiomatic-typecheck
+    return float_model
+  config = decoder.get_config()
+  config.pop('drop_padding_taps', None)
+  return model_lib.SegmentationModel(float_model.backbone,
+                                     decoders.ASPP.from_config(config),
+                                     float_model.head)
+
+
 def _build_template(num_classes, input_size):
   """Runs eagerly: the float model, quantized by Model Garden's factory.
 
@@ -129,6 +146,7 @@ def _build_template(num_classes, input_size):
   key = _config_key(num_classes, float_model)
   if key in _TEMPLATES:
     return key, None
+  float_model = _with_model_garden_aspp(float_model)
   float_model(tf.zeros([1, *input_size, 3]))
   for index, weight in enumerate(float_model.weights):
     weight.assign(tf.fill(weight.shape, _TAG_BASE + index))

@@ -147,7 +147,10 @@ def matmul_peak_gflops(dtype=tf.float32, size=2048, iterations=10,
 def emit(result, stream=None):
   """Prints one `BENCHMARK_RESULT <json>` line: a benchmark runner's output."""
   stream = stream or sys.stdout
-  stream.write(RESULT_PREFIX + json.dumps(result, sort_keys=True) + '\n')
+  # Counts summed from NumPy shapes can be NumPy scalars.
+  line = json.dumps(result, sort_keys=True,
+                    default=lambda value: value.item())
+  stream.write(RESULT_PREFIX + line + '\n')
   stream.flush()
 
 

@@ -39,7 +39,7 @@ class ProfileTest(testing_utils.TinyDataTestCase):
     seconds = profile.profile(2, self.create_tempdir().full_path,
                               warmup_steps=1, traced_steps=1)
     self.assertGreater(seconds['_MklNativeConv2D'] + seconds['Conv2D'], 0)
-    self.assertIn('ResourceApplyMomentum', seconds)
+    self.assertIn('ResourceApplyAdam', seconds)
 
 
 if __name__ == '__main__':

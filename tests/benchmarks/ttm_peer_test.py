@@ -25,8 +25,12 @@ EVAL_CROP = 41  # tiny_bindings' EVAL_CROP_SIZE.
 
 def _parse(data_dir, gin_files=()):
   gin.clear_config()
+  # The backbone's batch-norm momentum as quickstart's ASPP and head have it:
+  # the peer's model config takes one value for all modules.
+  extra = ['backbones.DilatedResNet.norm_momentum = 0.9']
   gin_config.parse(['experiments/quickstart.gin'] + list(gin_files),
-                   testing_utils.tiny_bindings(data_dir), finalize=False)
+                   testing_utils.tiny_bindings(data_dir, extra=extra),
+                   finalize=False)
 
 
 def _flat(config, prefix=''):

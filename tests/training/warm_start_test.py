@@ -45,9 +45,11 @@ def _checkpoint_values(path):
 
 
 def _model_variable_names(values):
-  """Model variables: what is left without the global step and slots."""
+  """Model variables: what is left without the global step and the
+  optimizer's slots and powers (momentum SGD's or Adam's)."""
   return {name for name in values
-          if name != 'global_step' and not name.endswith('/Momentum')}
+          if name not in ('global_step', 'beta1_power', 'beta2_power')
+          and not name.endswith(('/Momentum', '/Adam', '/Adam_1'))}
 
 
 def _write_three_class_dataset(data_dir):

@@ -90,6 +90,28 @@ def copy_whole(source, target):
   return target
 
 
+def copy_folder_whole(source, target, last=None):
+  """Copies the files under local folder `source` to `target`, each whole.
+
+  A folder cannot be renamed into place on an object store (each object is
+  copied and deleted, one by one), so a reader may meet a half-copied
+  folder; the file named `last` is copied after all others, so a reader
+  that waits for it finds the rest.
+
+  Args:
+    source: str, a local folder.
+    target: str, local or `scheme://` folder; created.
+    last: optional file name (relative to `source`) copied last.
+  """
+  names = sorted(os.path.relpath(os.path.join(root, name), source)
+                 for root, _, files in tf.io.gfile.walk(source)
+                 for name in files)
+  for name in sorted(names, key=lambda name: name == last):
+    tf.io.gfile.makedirs(os.path.dirname(os.path.join(target, name)))
+    copy_whole(os.path.join(source, name), os.path.join(target, name))
+  return target
+
+
 def _probe(directory):
   tf.io.gfile.makedirs(directory)
   probe = os.path.join(directory, f'.write-probe-{uuid.uuid4().hex}')

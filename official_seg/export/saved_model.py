@@ -3,6 +3,7 @@
 import collections
 import json
 import os
+import tempfile
 
 import gin
 import tensorflow as tf
@@ -93,7 +94,26 @@ def _pixels_features(pixels, parser):
   return images, sizes, sizes
 
 
-def serving_input_receiver_fn(parser):
+def _padded_to_crop(images, sizes, crop_size):
+  """The batch padded with 0 to exactly the crop size, a static shape.
+
+  Raises:
+    tf.errors.InvalidArgumentError: at run time, an image (after the eval
+      parser's resize) is larger than the crop.
+  """
+  height, width = crop_size
+  check = tf.debugging.Assert(
+      tf.reduce_all(tf.shape(images)[1:3] <= crop_size),
+      [tf.strings.format(
+          'a quantization-aware model serves images of at most '
+          'EVAL_CROP_SIZE = {} (after the eval parser\'s resize); got sizes '
+          '{}.', [tf.constant(crop_size), sizes])])
+  with tf.control_dependencies([check]):
+    padded = tf.image.pad_to_bounding_box(images, 0, 0, height, width)
+  return tf.ensure_shape(padded, [None, height, width, 3])
+
+
+def serving_input_receiver_fn(parser, static_size=False):
   """The serving input receiver fn; it preprocesses with the eval parser.
 
   Signatures (see `signatures`): `serving_default` and `probabilities` take
@@ -104,6 +124,10 @@ def serving_input_receiver_fn(parser):
 
   Args:
     parser: the eval `preprocess.Parser` (the one evaluation reads with).
+    static_size: bool; the images of either signature are padded to exactly
+      the parser's crop size, a static shape, and a larger one is a run-time
+      error naming EVAL_CROP_SIZE. For quantization-aware models, whose
+      layers are built at one static size (modeling/quantized.py).
 
   Returns:
     A function of no arguments returning a `ServingInputReceiver`.
@@ -120,6 +144,8 @@ def serving_input_receiver_fn(parser):
         tf.shape(pixels)[0] > 0, lambda: _pixels_features(pixels, parser),
         lambda: decode_images(encoded, parser))
     images.set_shape([None, None, None, 3])
+    if static_size:
+      images = _padded_to_crop(images, sizes, parser.crop_size)
     features = {
         'image': images,
         'height': sizes[:, 0],
@@ -161,6 +187,35 @@ def _metadata_path(model_dir):
   return os.path.join(model_dir, EXPORT_DIR, METADATA_FILE)
 
 
+class _ExportsWrittenWhole:
+  """The Estimator, but its `export_saved_model` renames no folder on a store.
+
+  The Estimator writes each SavedModel to a temporary folder and renames it
+  into place; on an object store that is a copy and a delete per object
+  (tensorflow-io-gcs-filesystem's gs:// rename of a folder fails outright:
+  docs/evaluation.md). There the SavedModel is written to a local temporary
+  folder and copied up file by file, `saved_model.pb` last.
+  """
+
+  def __init__(self, estimator):
+    self._estimator = estimator
+
+  def __getattr__(self, name):
+    return getattr(self._estimator, name)
+
+  def export_saved_model(self, export_dir_base, *args, **kwargs):
+    if not storage.is_object_store(export_dir_base):
+      return self._estimator.export_saved_model(export_dir_base, *args,
+                                                **kwargs)
+    with tempfile.TemporaryDirectory() as local:
+      local_dir = self._estimator.export_saved_model(local, *args, **kwargs)
+      target = os.path.join(export_dir_base,
+                            os.path.basename(local_dir.decode('utf-8')))
+      storage.copy_folder_whole(local_dir.decode('utf-8'), target,
+                                last='saved_model.pb')
+    return target.encode('utf-8')
+
+
 def checkpoint_to_export(estimator, checkpoint_path=None):
   """`checkpoint_path`, or the latest checkpoint of the estimator's model dir.
 
@@ -188,7 +243,7 @@ def export_checkpoint(serving, checkpoint_path=None):
   Raises:
     FileNotFoundError: model_dir holds no checkpoint and none was given.
   """
-  estimator = serving.estimator
+  estimator = _ExportsWrittenWhole(serving.estimator)
   checkpoint_path = checkpoint_to_export(estimator, checkpoint_path)
   metadata = write_metadata(_metadata_path(estimator.model_dir),
                             serving.dataset)
@@ -232,9 +287,9 @@ class SavedModelExporter(tf.estimator.Exporter):
     # on another machine than the one that built the EvalSpec.
     del estimator  # The training one; the serving estimator exports.
     write_metadata(self._metadata, self._serving.dataset)
-    return self._exporter.export(self._serving.estimator, export_path,
-                                 checkpoint_path, eval_result,
-                                 is_the_final_export)
+    return self._exporter.export(
+        _ExportsWrittenWhole(self._serving.estimator), export_path,
+        checkpoint_path, eval_result, is_the_final_export)
 
 
 @gin.configurable(denylist=['serving'])

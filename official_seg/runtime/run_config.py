@@ -50,6 +50,34 @@ def _with_threads(config, inter_op_threads, intra_op_threads):
   return config.replace(session_config=session)
 
 
+def _with_strategy_cpus(config):
+  """`config` whose session has every CPU device its strategy runs on.
+
+  Estimator runs its session with RunConfig's ConfigProto (or its own
+  default), never the eager context's, so its session has one CPU, even
+  where `tf.config.set_logical_device_configuration` made more. A
+  MirroredStrategy over '/cpu:0' and '/cpu:1' then has both replicas
+  soft-placed on CPU:0, and its all-reduce, a collective of two members that
+  must be on two devices, waits forever for the second: the first step never
+  ends. `device_count` creates the CPUs the strategy names. GPUs need
+  nothing: a session has every visible GPU.
+  """
+  strategy = config.train_distribute
+  if strategy is None:
+    return config
+  specs = [tf.DeviceSpec.from_string(device)
+           for device in strategy.extended.worker_devices]
+  cpus = 1 + max([spec.device_index or 0 for spec in specs
+                  if spec.device_type == 'CPU'], default=0)
+  session = tf.compat.v1.ConfigProto()
+  session.CopyFrom(config.session_config
+                   or estimator_run_config.get_default_session_config())
+  if cpus <= session.device_count.get('CPU', 1):
+    return config
+  session.device_count['CPU'] = cpus
+  return config.replace(session_config=session)
+
+
 @gin.configurable(denylist=['model_dir', 'tpu_address'])
 def build_run_config(model_dir,
                      tpu_address=None,
@@ -126,8 +154,8 @@ def build_run_config(model_dir,
     if tpu_address and tpu_address.tpu:
       raise ValueError('--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '
                        'add --gin_file=gin/platforms/tpu.gin.')
-    return _with_threads(tf.estimator.RunConfig(**common), inter_op_threads,
-                         intra_op_threads)
+    return _with_threads(_with_strategy_cpus(tf.estimator.RunConfig(**common)),
+                         inter_op_threads, intra_op_threads)
   resolver = tpu_estimator.cluster_resolver(tpu_address)
   config = tpu.RunConfig(
       cluster=resolver, **common,

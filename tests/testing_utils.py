@@ -188,3 +188,41 @@ def write_stand_in_tflite(path, input_size, metadata=None):
     with open(os.path.join(os.path.dirname(path),
                            tflite_runner.METADATA_FILE), 'w') as f:
       json.dump(metadata, f)
+
+
+_TINY_SHAPE = (8, 8, 3)
+
+
+def tiny_conv_model():
+  """Conv 3x3, depthwise 3x3, conv 1x1; the depthwise bias equals the first's.
+
+  Returns:
+    The Keras model (batch 1, 8x8x3 float32 input, seeded weights) and its
+    three layers.
+  """
+  inputs = tf.keras.Input(_TINY_SHAPE, batch_size=1)
+  first = tf.keras.layers.Conv2D(16, 3, padding='same', activation='relu')
+  depthwise = tf.keras.layers.DepthwiseConv2D(3, padding='same',
+                                              activation='relu')
+  last = tf.keras.layers.Conv2D(4, 1)
+  model = tf.keras.Model(inputs, last(depthwise(first(inputs))))
+  random = np.random.RandomState(0)
+  model.set_weights([random.uniform(-1, 1, w.shape).astype(np.float32)
+                     for w in model.weights])
+  # Equal constants: the converter stores them in one buffer.
+  depthwise.bias.assign(first.bias)
+  return model, (first, depthwise, last)
+
+
+def convert_to_tflite(model, int8):
+  """The TFLite converter's float32, or full-integer int8, flatbuffer bytes."""
+  converter = tf.lite.TFLiteConverter.from_keras_model(model)
+  if int8:
+    random = np.random.RandomState(1)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: (
+        [random.uniform(-1, 1, (1,) + _TINY_SHAPE).astype(np.float32)]
+        for _ in range(4))
+    converter.target_spec.supported_ops = [
+        tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+  return converter.convert()

@@ -73,7 +73,10 @@ def _serving(built):
   """What the exports of this experiment need (see `saved_model.Serving`)."""
   return saved_model.Serving(
       built.serving_estimator,
-      saved_model.serving_input_receiver_fn(built.eval_parser), built.dataset)
+      saved_model.serving_input_receiver_fn(
+          built.eval_parser,
+          static_size=built.options.quantize_delay_step is not None),
+      built.dataset)
 
 
 def _record(built, timer, eval_result, checkpoint_path):

@@ -8,8 +8,12 @@ import tempfile
 import gin
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
+from official_seg.data import dataset_info
+from official_seg.export import predictor
 from official_seg.export import tflite
+from official_seg.export import tflite_runner
 from official_seg.modeling import quantized
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
@@ -58,6 +62,10 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
         "tflite_export.kinds = ['qat_int8']"])
     experiment.run('train', cls.qat_dir)
     experiment.run('export_tflite', cls.qat_dir)
+    cls.eval_record = experiment.run('eval', cls.qat_dir)
+    experiment.run('export', cls.qat_dir)
+    cls.saved_dir = predictor.find_saved_model(cls.qat_dir)
+    cls.served = predictor.Predictor(cls.saved_dir)
 
   @classmethod
   def tearDownClass(cls):
@@ -134,6 +142,51 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
         interpreter.get_output_details()[0]['index'])
     self.assertEqual(semantic.shape, (1, 41, 41))
     self.assertTrue(np.all((semantic >= 0) & (semantic < 4)))
+
+
+  def test_saved_model_serves_the_fake_quantized_graph(self):
+    # Read from saved_model.pb, without loading the model again.
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(self.saved_dir, 'saved_model.pb'), 'rb') as f:
+      proto.ParseFromString(f.read())
+    graph = proto.meta_graphs[0].graph_def
+    fake_quants = [node for node in graph.node
+                   if node.op.startswith('FakeQuantWithMinMaxVars')]
+    self.assertGreater(len(fake_quants), 10)
+
+  def test_eval_scores_what_the_saved_model_predicts(self):
+    # The EVAL spec and the exported PREDICT spec build the same quantized
+    # model from the checkpoint: the SavedModel's label maps, scored with
+    # NumPy, give the evaluation's mean IoU and pixel accuracy.
+    _parse(self.data_dir, ['deployment/qat.gin'], _FROZEN)
+    dataset = dataset_info.DatasetInfo()
+    model = self.served
+    confusion = np.zeros([4, 4], np.int64)
+    images = 0
+    for _, image, label in tflite_runner.eval_examples(dataset):
+      predicted = model(tf.io.encode_png(image).numpy())
+      self.assertEqual(predicted.shape, label.shape)
+      valid = label != dataset.ignore_label
+      confusion += np.bincount(
+          4 * label[valid].astype(np.int64) + predicted[valid],
+          minlength=16).reshape(4, 4)
+      images += 1
+    union = confusion.sum(0) + confusion.sum(1) - np.diag(confusion)
+    present = union > 0
+    self.assertGreater(present.sum(), 1, 'a vacuous comparison')
+    self.assertEqual(self.eval_record['num_images'], images)
+    self.assertEqual(self.eval_record['global_step'], 1)
+    self.assertAllClose(self.eval_record['mean_iou'],
+                        (np.diag(confusion)[present] / union[present]).mean())
+    self.assertAllClose(self.eval_record['pixel_accuracy'],
+                        np.diag(confusion).sum() / confusion.sum())
+
+  def test_saved_model_refuses_an_image_larger_than_the_eval_crop(self):
+    model = self.served
+    image = np.zeros([42, 30, 3], np.uint8)
+    with self.assertRaisesRegex(ValueError, r'big.png: .*at most '
+                                r'EVAL_CROP_SIZE = \[41 41\]'):
+      model(tf.io.encode_png(image).numpy(), name='big.png')
 
 
 class QuantizationErrorsTest(tf.test.TestCase):

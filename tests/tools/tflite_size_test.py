@@ -1,0 +1,51 @@
+"""tools/tflite_size.py run as a process on a tiny float32 and int8 pair."""
+
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests import testing_utils
+
+_TOOL = os.path.join(testing_utils.REPO, 'tools', 'tflite_size.py')
+
+
+class TfliteSizeToolTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    model, _ = testing_utils.tiny_conv_model()
+    root = self.create_tempdir().full_path
+    self.sizes, self.paths = [], []
+    for name, int8 in (('f.tflite', False), ('q.tflite', True)):
+      content = testing_utils.convert_to_tflite(model, int8=int8)
+      self.paths.append(os.path.join(root, name))
+      self.sizes.append(len(content))
+      with open(self.paths[-1], 'wb') as f:
+        f.write(content)
+
+  def _run(self, *args):
+    return subprocess.run([sys.executable, _TOOL, *args], capture_output=True,
+                          text=True, cwd=testing_utils.REPO, check=False)
+
+  def test_prints_each_part_and_the_share(self):
+    result = self._run(*(f'--model={p}' for p in self.paths))
+    self.assertEqual(result.returncode, 0, result.stderr)
+    printed = result.stdout
+    share = 100 * self.sizes[1] / self.sizes[0]
+    self.assertRegex(printed, rf'share of first\s+100\.0%\s+{share:.1f}%')
+    self.assertRegex(printed, rf'total\s+{self.sizes[0]}\s+{self.sizes[1]}')
+    self.assertRegex(printed, r'quantization_zero_points\s+0\s+\d+')
+    self.assertIn('q.tflite:\nCONV_2D 3x3: 1 layers, 16 output channels',
+                  printed)
+
+  def test_a_missing_file_is_named(self):
+    missing = os.path.join(self.get_temp_dir(), 'absent.tflite')
+    result = self._run(f'--model={self.paths[0]}', f'--model={missing}')
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn(f'--model={missing}: no such file', result.stderr)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -56,7 +56,9 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     run = testing_utils.run_binary(
         self.model_dir, testing_utils.tiny_bindings(
             self.data_dir, train_steps=_TRAIN_STEPS,
-            extra=[f'host_call.image_summary_steps = {_CHECKPOINT_STEPS}',
+            # The users' default, which tiny_bindings turns off.
+            extra=['build_run_config.save_graph_def = True',
+                   f'host_call.image_summary_steps = {_CHECKPOINT_STEPS}',
                    'build_run_config.save_checkpoints_steps = '
                    f'{_CHECKPOINT_STEPS}']))
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
@@ -146,6 +148,10 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
                            predictions[evaluated[-1]])
     matrix = self._images('eval', 'confusion_matrix/image')[evaluated[-1]]
     self.assertGreater(min(matrix.shape[:2]), 200)
+
+    self.assertTrue(self._json('/data/plugin/graphs/info')['.']['run_graph'])
+    self.assertTrue(os.path.exists(os.path.join(self.model_dir,
+                                                'graph.pbtxt')))
 
 
 if __name__ == '__main__':

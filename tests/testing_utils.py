@@ -49,6 +49,9 @@ def tiny_bindings(data_dir, train_steps=3, extra=()):
       # turns them on.
       'make_exporters.latest = False',
       'export_best.enabled = False',
+      # graph.pbtxt and the .meta files cost seconds per training start,
+      # more than the tiny steps; tensorboard_test keeps the default.
+      'build_run_config.save_graph_def = False',
   ] + list(extra)
 
 

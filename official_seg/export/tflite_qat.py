@@ -13,13 +13,6 @@ from official_seg.modeling import quantized
 # Model Garden converts its QAT models from.
 
 
-def _checkpoint_names(num_classes, input_size):
-  """The checkpoint names of the quantized model's weights, in order."""
-  with tf.Graph().as_default():
-    model = quantized.build_quantized_model(num_classes, input_size)
-    return [weight.name.split(':')[0] for weight in model.weights]
-
-
 def restored_model(num_classes, input_size, checkpoint_path):
   """The quantized model with a checkpoint's weights, executing eagerly.
 
@@ -33,7 +26,7 @@ def restored_model(num_classes, input_size, checkpoint_path):
   """
   # Names first: Keras invalidates the layers made outside a graph before
   # a model is built in one.
-  names = _checkpoint_names(num_classes, input_size)
+  names = quantized.checkpoint_names(num_classes, input_size)
   model = quantized.from_template(
       quantized.template(num_classes, input_size), input_size)
   reader = tf.train.load_checkpoint(checkpoint_path)

@@ -42,6 +42,9 @@ _TAG_BASE = 10000.25
 _UNQUANTIZABLE_FUSIONS = ('pyramid_fusion', 'panoptic_fpn_fusion')
 # Template per float model configuration, for the process's lifetime.
 _TEMPLATES = {}
+# id of a cached Template -> its weights' names in the last graph that built
+# it: the names the checkpoints of this process's graphs hold.
+_GRAPH_NAMES = {}
 
 
 class QuantizationError(ValueError):
@@ -252,6 +255,9 @@ def build_quantized_model(num_classes, input_size):
         'sizes (CROP_SIZE, EVAL_CROP_SIZE).')
   built = template(num_classes, input_size)
   model = from_template(built, input_size)
+  if not tf.executing_eagerly():
+    _GRAPH_NAMES[id(built)] = [weight.name.split(':')[0]
+                               for weight in model.weights]
   names = float_variable_names(num_classes)
   model.checkpoint_names = {
       weight.name.split(':')[0]: names[source]
@@ -263,3 +269,20 @@ def build_quantized_model(num_classes, input_size):
       ('backbone', 'decoder', 'head') if len(modules) == 3
       else ('backbone', 'head'), modules))
   return model
+
+
+def checkpoint_names(num_classes, input_size):
+  """The names a checkpoint gives the quantized model's weights, in order.
+
+  Those of the model a graph of this process last built (a training or
+  evaluation graph, whose checkpoints hold them); else one is built in a
+  graph of its own, as Estimator builds each mode's.
+
+  Returns:
+    A list of str, one per weight of `from_template`'s model.
+  """
+  built = template(num_classes, input_size)
+  if id(built) not in _GRAPH_NAMES:
+    with tf.Graph().as_default():
+      build_quantized_model(num_classes, input_size)
+  return _GRAPH_NAMES[id(built)]

@@ -94,7 +94,8 @@ def build_run_config(model_dir,
                      per_host_input_for_training='PER_HOST_V1',
                      inter_op_threads=0,
                      intra_op_threads=0,
-                     use_tpu_estimator=False):
+                     use_tpu_estimator=False,
+                     save_graph_def=True):
   """Builds the RunConfig: TPU's for TPUEstimator, Estimator's otherwise.
 
   The cluster (chief, workers, parameter servers, evaluator) comes from the
@@ -127,6 +128,11 @@ def build_run_config(model_dir,
     intra_op_threads: int, threads one op uses; 0 lets TensorFlow choose.
     use_tpu_estimator: bool, build TPU's RunConfig (macro USE_TPU_ESTIMATOR,
       which also sets `build_estimator.use_tpu_estimator`).
+    save_graph_def: bool, Estimator's `checkpoint_save_graph_def`: write
+      `graph.pbtxt` when training starts and a `.meta` beside each
+      checkpoint. Off saves their cost at each start
+      and save, which grows with the graph (quantization-aware ones most);
+      the summary writer still records the graph for TensorBoard.
 
   Returns:
     A `tf.estimator.RunConfig`, or with `use_tpu_estimator` a
@@ -149,7 +155,8 @@ def build_run_config(model_dir,
       save_summary_steps=save_summary_steps,
       tf_random_seed=tf_random_seed,
       train_distribute=_strategy(train_distribute),
-      experimental_max_worker_delay_secs=max_worker_delay_secs)
+      experimental_max_worker_delay_secs=max_worker_delay_secs,
+      checkpoint_save_graph_def=save_graph_def)
   if not use_tpu_estimator:
     if tpu_address and tpu_address.tpu:
       raise ValueError('--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '

@@ -87,6 +87,27 @@ class RunConfigTest(tf.test.TestCase):
     self.assertEqual(sorted(steps), [1, 2, 3, 4])
     self.assertEqual(self._kept_steps(model_dir), [0, 4])
 
+  def _graph_files(self, model_dir):
+    events = [event for path in glob.glob(os.path.join(model_dir, 'events.*'))
+              for event in tf.compat.v1.train.summary_iterator(path)]
+    metas = sorted(os.path.basename(path) for path in
+                   glob.glob(os.path.join(model_dir, 'model.ckpt-*.meta')))
+    return (os.path.exists(os.path.join(model_dir, 'graph.pbtxt')),
+            any(event.HasField('graph_def') for event in events), metas)
+
+  def test_save_graph_def_writes_the_graph_and_metas_or_neither(self):
+    cadence = ['build_run_config.save_checkpoints_steps = 2']
+    self.assertEqual(
+        self._graph_files(self._train_trivial(cadence)),
+        (True, True, ['model.ckpt-0.meta', 'model.ckpt-2.meta',
+                      'model.ckpt-4.meta']))
+    gin.clear_config()
+    model_dir = self._train_trivial(
+        cadence + ['build_run_config.save_graph_def = False'])
+    # The summary writer still records the graph for the Graphs dashboard.
+    self.assertEqual(self._graph_files(model_dir), (False, True, []))
+    self.assertEqual(self._kept_steps(model_dir), [0, 2, 4])
+
   def test_session_has_every_cpu_the_strategy_names(self):
     data_dir = self.create_tempdir().full_path
     testing_utils.parse_tiny_platform(data_dir, 'multi_gpu.gin', extra=[

@@ -13,9 +13,12 @@ from official_seg.export import tflite_runner
 TFLITE_DIR = 'tflite'
 # float32: as trained. float16: weights stored in float16. dynamic_range:
 # int8 weights, float activations. int8: full integer, calibrated on eval
-# images. qat_int8: full integer, a quantization-aware trained model's own
-# ranges (export/tflite_qat.py).
-KINDS = ('float32', 'float16', 'dynamic_range', 'int8', 'qat_int8')
+# images. int8_per_tensor: int8 with one weight scale per kernel instead of
+# per output channel. qat_int8: full integer, a quantization-aware trained
+# model's own ranges (export/tflite_qat.py).
+KINDS = ('float32', 'float16', 'dynamic_range', 'int8', 'int8_per_tensor',
+         'qat_int8')
+_CALIBRATED = ('int8', 'int8_per_tensor', 'qat_int8')
 
 
 def tflite_path(model_dir, kind):
@@ -115,9 +118,12 @@ def _configure(converter, kind, representative_dataset):
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
   if kind == 'float16':
     converter.target_spec.supported_types = [tf.float16]
-  elif kind == 'int8':
+  elif kind in _CALIBRATED:
     converter.representative_dataset = representative_dataset
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    # TensorFlow 2.15's converter has no public switch for per-tensor
+    # weights; this attribute is the one its quantizer reads.
+    converter._experimental_disable_per_channel = kind == 'int8_per_tensor'  # pylint: disable=protected-access
   # dynamic_range: DEFAULT alone. qat_int8: see _convert_qat.
 
 
@@ -182,7 +188,7 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
   input_size = tuple(int(v) for v in (input_size or parser.crop_size))
   representative = (calibration_inputs(serving.dataset, input_size,
                                        parser.resize_range, calibration_images)
-                    if {'int8', 'qat_int8'} & set(kinds) else None)
+                    if set(_CALIBRATED) & set(kinds) else None)
   written = {}
   session_kinds = [kind for kind in kinds if kind != 'qat_int8']
   with tf.Graph().as_default(), tf.compat.v1.Session() as session:

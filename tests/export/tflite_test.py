@@ -19,17 +19,20 @@ from tests import testing_utils
 # A learning rate of 0 keeps the seeded initial weights, whose label maps mix
 # classes (as in saved_model_test), so a wrong preprocessing shows.
 _EXTRA = ['BASE_LEARNING_RATE = 0.0', 'train/build_dataset.seed = 1']
-_KINDS = ['float32', 'float16', 'dynamic_range', 'int8']
+_KINDS = ['float32', 'float16', 'dynamic_range', 'int8', 'int8_per_tensor']
 # Least share of pixels whose label equals the float SavedModel's. On these
 # untrained weights the classes' logits lie close together, so a pixel
 # flips whenever rounding moves its logits by more than their margin (a
 # trained model has wider margins). float32 and float16 (computed in
 # float32) differ from TensorFlow only by other kernels' summation order
 # (XNNPACK): 1% of pixels leaves room for those near-ties. dynamic_range
-# rounds weights to 8 bits (2%); int8 also activations (5%). qat_int8 needs
-# a quantization-aware checkpoint: tests/modeling/quantized_test.py.
+# rounds weights to 8 bits (2%); int8 also activations (5%), and
+# int8_per_tensor rounds each kernel to one scale (the same 5% on these
+# weights; a trained model's accuracy is measured in docs/deployment.md).
+# qat_int8 needs a quantization-aware checkpoint:
+# tests/modeling/quantized_test.py.
 _AGREEMENT = {'float32': 0.99, 'float16': 0.99, 'dynamic_range': 0.98,
-              'int8': 0.95}
+              'int8': 0.95, 'int8_per_tensor': 0.95}
 
 
 class TfliteExportTest(tf.test.TestCase):
@@ -100,6 +103,23 @@ class TfliteExportTest(tf.test.TestCase):
                      ['background', 'disk', 'box', 'triangle'])
     self.assertEqual(metadata['global_step'], 1)
     self.assertEqual(metadata['resize_range'], [None, None, None])
+
+  def _scale_counts(self, kind):
+    interpreter = tf.lite.Interpreter(
+        model_path=tflite.tflite_path(self.model_dir, kind))
+    return [len(d['quantization_parameters']['scales'])
+            for d in interpreter.get_tensor_details()
+            if d['dtype'] == np.int8]
+
+  def test_int8_per_tensor_has_one_scale_per_tensor(self):
+    per_channel = self._scale_counts('int8')
+    per_tensor = self._scale_counts('int8_per_tensor')
+    self.assertGreater(max(per_channel), 1)
+    self.assertEqual(set(per_tensor), {1})
+    self.assertLen(per_tensor, len(per_channel))
+    self.assertLess(
+        os.path.getsize(tflite.tflite_path(self.model_dir, 'int8_per_tensor')),
+        os.path.getsize(tflite.tflite_path(self.model_dir, 'int8')))
 
   def test_bad_kinds_name_the_binding_on_one_line(self):
     for kinds, expected in (

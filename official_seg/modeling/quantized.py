@@ -255,13 +255,13 @@ def build_quantized_model(num_classes, input_size):
         'sizes (CROP_SIZE, EVAL_CROP_SIZE).')
   built = template(num_classes, input_size)
   model = from_template(built, input_size)
+  quantized_names = [weight.name.split(':')[0] for weight in model.weights]
   if not tf.executing_eagerly():
-    _GRAPH_NAMES[id(built)] = [weight.name.split(':')[0]
-                               for weight in model.weights]
+    _GRAPH_NAMES[id(built)] = quantized_names
   names = float_variable_names(num_classes)
   model.checkpoint_names = {
-      weight.name.split(':')[0]: names[source]
-      for weight, source in zip(model.weights, built.sources) if source >= 0}
+      name: names[source]
+      for name, source in zip(quantized_names, built.sources) if source >= 0}
   # Input, backbone, then the quantized ASPP (if any) and head, in the
   # factory's order.
   modules = model.layers[1:]

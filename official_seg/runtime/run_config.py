@@ -130,9 +130,9 @@ def build_run_config(model_dir,
       which also sets `build_estimator.use_tpu_estimator`).
     save_graph_def: bool, Estimator's `checkpoint_save_graph_def`: write
       `graph.pbtxt` when training starts and a `.meta` beside each
-      checkpoint. Off saves their cost at each start
-      and save, which grows with the graph (quantization-aware ones most);
-      the summary writer still records the graph for TensorBoard.
+      checkpoint. Off saves their cost at each start and save, which grows
+      with the graph (quantization-aware ones most); the summary writer
+      still records the graph for TensorBoard.
 
   Returns:
     A `tf.estimator.RunConfig`, or with `use_tpu_estimator` a

@@ -95,7 +95,7 @@ class RunConfigTest(tf.test.TestCase):
     return (os.path.exists(os.path.join(model_dir, 'graph.pbtxt')),
             any(event.HasField('graph_def') for event in events), metas)
 
-  def test_save_graph_def_writes_the_graph_and_metas_or_neither(self):
+  def test_save_graph_def_writes_graph_pbtxt_and_metas_or_neither(self):
     cadence = ['build_run_config.save_checkpoints_steps = 2']
     self.assertEqual(
         self._graph_files(self._train_trivial(cadence)),

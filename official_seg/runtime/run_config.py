@@ -33,18 +33,24 @@ def _strategy(train_distribute):
   return train_distribute() if cluster.trains() else None
 
 
-def _with_threads(config, inter_op_threads, intra_op_threads):
-  """`config` with thread counts, if any is set, over its own session config.
+def _session_copy(config):
+  """A copy of `config`'s session config, or of Estimator's default one.
 
   A session config given to RunConfig's constructor would replace the one
   it derives (soft placement, one grappler pass and, for a parameter-server
-  trainer, device filters from TF_CONFIG); replacing a copy keeps them.
+  trainer, device filters from TF_CONFIG); changing a copy keeps them.
   """
-  if not (inter_op_threads or intra_op_threads):
-    return config
   session = tf.compat.v1.ConfigProto()
   session.CopyFrom(config.session_config
                    or estimator_run_config.get_default_session_config())
+  return session
+
+
+def _with_threads(config, inter_op_threads, intra_op_threads):
+  """`config` with thread counts, if any is set, over its own session config."""
+  if not (inter_op_threads or intra_op_threads):
+    return config
+  session = _session_copy(config)
   session.inter_op_parallelism_threads = inter_op_threads
   session.intra_op_parallelism_threads = intra_op_threads
   return config.replace(session_config=session)
@@ -69,9 +75,7 @@ def _with_strategy_cpus(config):
            for device in strategy.extended.worker_devices]
   cpus = 1 + max([spec.device_index or 0 for spec in specs
                   if spec.device_type == 'CPU'], default=0)
-  session = tf.compat.v1.ConfigProto()
-  session.CopyFrom(config.session_config
-                   or estimator_run_config.get_default_session_config())
+  session = _session_copy(config)
   if cpus <= session.device_count.get('CPU', 1):
     return config
   session.device_count['CPU'] = cpus

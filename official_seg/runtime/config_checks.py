@@ -72,6 +72,13 @@ _MACRO_CHECKS = (
      'a whole number >= 0'),
 )
 _UNSET = object()
+# All-reduces that sum every replica's tensors in one op (strategy_problems).
+_MERGING_ALL_REDUCES = (tf.distribute.HierarchicalCopyAllReduce,
+                        tf.distribute.ReductionToOneDevice)
+# Where gin/platforms/sync_batch_norm.gin turns synchronised batch norm on.
+_SYNC_BN_BINDINGS = tuple(f'{layer}.use_sync_bn' for layer in (
+    'backbones.MobileNet', 'backbones.ResNet', 'backbones.DilatedResNet',
+    'decoders.ASPP', 'heads.SegmentationHead'))
 
 
 def _name(selector, scope):
@@ -137,8 +144,39 @@ def check_platform(tpu, tpu_zone, gcp_project):
     lines.append('gin/platforms/parameter_server.gin needs a TF_CONFIG '
                  'cluster with "ps" tasks (docs/distributed.md); TF_CONFIG '
                  'names none.')
+  lines += strategy_problems()
   if lines:
     raise ConfigurationError('\n'.join(lines))
+
+
+def strategy_problems():
+  """One line if MirroredStrategy's all-reduce cannot serve sync batch norm.
+
+  Synchronised batch norm all-reduces its moments inside the step, under a
+  `custom_gradient`. In a graph (Estimator's) that wrapper looks up every
+  variable between the all-reduce's inputs and outputs by name; the sums of
+  `HierarchicalCopyAllReduce` and `ReductionToOneDevice` read every
+  replica's moments, so the lookup reaches the other replicas' variables
+  (`.../replica_1`), which are not in the global collection, and building
+  the step fails with `Unsuccessful at finding variable`. Collective and
+  NCCL all-reduces give each replica an op of its own input.
+
+  Returns:
+    list of str: empty, or one line naming both bindings and the way out.
+  """
+  ops = gin_config.binding('tf.distribute.MirroredStrategy.cross_device_ops',
+                           default=None)
+  if not isinstance(ops, _MERGING_ALL_REDUCES):
+    return []
+  synced = [name for name in _SYNC_BN_BINDINGS
+            if gin_config.binding(name, default=False)]
+  if not synced:
+    return []
+  return [f'tf.distribute.MirroredStrategy.cross_device_ops = '
+          f'{type(ops).__name__}() cannot build a step with synchronised '
+          f'batch norm ({_name(synced[0], None)} = True): set '
+          'USE_SYNC_BN = False, or keep the default all-reduce '
+          '(docs/distributed.md).']
 
 
 def check_data(dataset, eval_parser, splits):

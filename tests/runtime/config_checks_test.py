@@ -58,6 +58,12 @@ _MISTAKES = (
     ('ps_platform_without_cluster', [],
      ['--gin_file=gin/platforms/parameter_server.gin'], 2,
      r'parameter_server.gin needs a TF_CONFIG cluster with "ps" tasks'),
+    ('sync_batch_norm_over_merging_all_reduce',
+     ['tf.distribute.MirroredStrategy.cross_device_ops = '
+      '@tf.distribute.HierarchicalCopyAllReduce()'],
+     ['--gin_file=gin/platforms/multi_gpu.gin'], 2,
+     r'cross_device_ops = HierarchicalCopyAllReduce\(\) cannot build a step '
+     r'with synchronised batch norm \(USE_SYNC_BN'),
     ('missing_split', ["EVAL_SPLIT = 'valid'"], [], 1,
      r'No TFRecord shards match .*valid-\?\?\?\?\?-of-'),
     ('missing_gin_file', [], ['--gin_file=gin/experiments/quickstrat.gin'], 2,
@@ -128,7 +134,7 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertNotIn('Traceback', result.stderr)
 
 
-class ChecksTest(testing_utils.TinyDataTestCase):
+class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   """The checks themselves, without a process."""
 
   def _parse(self, extra=(), files=('experiments/quickstart.gin',)):
@@ -179,6 +185,24 @@ class ChecksTest(testing_utils.TinyDataTestCase):
     parser = preprocess.Parser(False, ignore_label=255, crop_size=crop,
                                **parser_kwargs)
     return config_checks.data_problems(dataset, parser, metadata)
+
+  @parameterized.named_parameters(
+      ('hierarchical_copy', 'HierarchicalCopyAllReduce'),
+      ('reduction_to_one_device', 'ReductionToOneDevice'))
+  def test_merging_all_reduce_with_sync_batch_norm(self, all_reduce):
+    files = ('experiments/quickstart.gin', 'platforms/multi_gpu.gin')
+    bound = [f'tf.distribute.MirroredStrategy.cross_device_ops = '
+             f'@tf.distribute.{all_reduce}()']
+    self._parse(bound, files)
+    self.assertEqual(config_checks.strategy_problems(), [
+        f'tf.distribute.MirroredStrategy.cross_device_ops = {all_reduce}() '
+        'cannot build a step with synchronised batch norm (USE_SYNC_BN '
+        '(backbones.MobileNet.use_sync_bn) = True): set USE_SYNC_BN = False, '
+        'or keep the default all-reduce (docs/distributed.md).'])
+    self._parse(bound + ['USE_SYNC_BN = False'], files)
+    self.assertEmpty(config_checks.strategy_problems())
+    self._parse([], files)  # The default all-reduce.
+    self.assertEmpty(config_checks.strategy_problems())
 
   def test_data_facts(self):
     fine = {'num_images': 3, 'max_height': 40, 'max_width': 33,

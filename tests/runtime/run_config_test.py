@@ -3,6 +3,7 @@
 import glob
 import os
 import subprocess
+import sys
 
 import gin
 import numpy as np
@@ -181,6 +182,31 @@ class MirroredTrainingTest(testing_utils.TinyDataTestCase):
       self.assertNotEmpty(changed, kind)
     self.assertContainsSubset({'loss/total', 'gradient_norm'},
                               testing_utils.scalar_tags(model_dir))
+
+  def test_merging_all_reduce_cannot_build_sync_batch_norm(self):
+    # Why config_checks.strategy_problems refuses this pair: the library run
+    # without the binary's checks fails while building the step. Should a
+    # TensorFlow build the step, this test fails and the check can go.
+    bindings = testing_utils.tiny_bindings(self.data_dir, extra=[
+        _TWO_CPUS, 'tf.distribute.MirroredStrategy.cross_device_ops = '
+        '@tf.distribute.HierarchicalCopyAllReduce()'] + _RESNET10)
+    script = (
+        'import sys\n'
+        'from official_seg.runtime import experiment, gin_config\n'
+        "gin_config.parse(['experiments/quickstart.gin', "
+        f"'platforms/multi_gpu.gin'], {bindings!r}, finalize=False)\n"
+        'try:\n'
+        f"  experiment.run('train', {self.create_tempdir().full_path!r})\n"
+        'except Exception as error:  # An autograph StagingError.\n'
+        '  print(error, file=sys.stderr)\n'
+        '  sys.exit(3)\n')
+    proc = subprocess.run([sys.executable, '-c', script],
+                          cwd=testing_utils.REPO, capture_output=True,
+                          text=True, timeout=_MIRRORED_TIMEOUT_SECS,
+                          check=False)
+    self.assertEqual(proc.returncode, 3, proc.stderr[-3000:])
+    self.assertRegex(proc.stderr,
+                     r'Unsuccessful at finding variable \S+/replica_1')
 
 
 if __name__ == '__main__':

@@ -111,9 +111,20 @@ def add_derived(result, peaks_gflops, bandwidth_gbps=None):
 
 
 def ratios(ours, peer):
-  """official_seg over the Model Garden: rate ratios and the mIoU gap."""
+  """official_seg over the Model Garden: rate ratios and the mIoU gap.
+
+  With repeats, 'train_images_per_sec' is the ratio of the medians and
+  'train_images_per_sec_paired' the median of each repeat's ratio: the
+  trainers alternate, so a repeat's two runs are minutes apart while the
+  first and last repeats are many, and a shared machine's load drifts
+  between them.
+  """
   out = {key: ours[key] / peer[key] for key in _RATE_KEYS}
   out['mean_iou_difference'] = ours['mean_iou'] - peer['mean_iou']
+  pairs = list(zip(ours.get('repeats', ()), peer.get('repeats', ())))
+  if len(pairs) > 1:
+    out['train_images_per_sec_paired'] = statistics.median(
+        mine / theirs for mine, theirs in pairs)
   return out
 
 
@@ -135,6 +146,10 @@ def table(results, ratio=None):
                  f"{ratio['train_images_per_sec']:.2f}x",
                  f"{ratio['eval_images_per_sec']:.2f}x",
                  f"{ratio['mean_iou_difference']:+.3f}", '', '', '', ''))
+  if ratio and 'train_images_per_sec_paired' in ratio:
+    rows.append(('paired', '',
+                 f"{ratio['train_images_per_sec_paired']:.2f}x", '', '', '',
+                 '', '', ''))
   widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
   lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths))
            for row in rows]

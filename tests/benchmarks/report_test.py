@@ -64,6 +64,19 @@ class ReportTest(tf.test.TestCase):
     self.assertIn('a checkpoint takes 0.50 s, 0.10% of training',
                   report.table(results, ratio))
 
+  def test_paired_ratio_is_the_median_of_each_repeats_ratio(self):
+    peaks = {'float32': 80.0, 'mixed_bfloat16': 160.0}
+    ours = report.median_result([_result('official_seg', rate)
+                                 for rate in (10.0, 12.0, 15.0)])
+    peer = report.median_result([_result('model_garden', rate)
+                                 for rate in (8.0, 15.0, 12.0)])
+    results = [report.add_derived(r, peaks) for r in (ours, peer)]
+    ratio = report.ratios(*results)
+    # Medians 12 and 12; repeat by repeat 1.25, 0.8 and 1.25.
+    self.assertAllClose(ratio['train_images_per_sec'], 1.0)
+    self.assertAllClose(ratio['train_images_per_sec_paired'], 1.25)
+    self.assertIn('1.25x', report.table(results, ratio).splitlines()[-1])
+
   def test_machine_names_cores(self):
     self.assertGreater(report.machine()['cores'], 0)
 

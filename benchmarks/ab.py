@@ -3,8 +3,6 @@
 import dataclasses
 import statistics
 import time
-from typing import List
-
 import tensorflow as tf
 
 from benchmarks import profile
@@ -18,13 +16,16 @@ class Arm:
     graph: the `tf.Graph` holding the step.
     session: a `tf.compat.v1.Session` on `graph`, variables initialised.
     train_op: the step (input pipeline, model, loss, gradients, update).
-    op_types: set of str, the op types of `graph`.
   """
 
   graph: tf.Graph
   session: tf.compat.v1.Session
   train_op: tf.Operation
-  op_types: frozenset
+
+  @property
+  def op_types(self):
+    """frozenset of str, the op types of `graph`."""
+    return frozenset(op.type for op in self.graph.get_operations())
 
 
 def build_arm(batch_size, model_dir):
@@ -47,8 +48,7 @@ def build_arm(batch_size, model_dir):
     session.run([tf.compat.v1.global_variables_initializer(),
                  tf.compat.v1.local_variables_initializer(),
                  tf.compat.v1.tables_initializer()])
-  return Arm(graph, session, train_op,
-             frozenset(op.type for op in graph.get_operations()))
+  return Arm(graph, session, train_op)
 
 
 def block_seconds(arms, blocks, block_steps):
@@ -112,6 +112,7 @@ def compare(arms, blocks, block_steps, warmup_blocks=2):
   }
 
 
-def close(arms: List[Arm]):
+def close(arms):
+  """Closes each `Arm`'s session."""
   for arm in arms:
     arm.session.close()

@@ -15,6 +15,8 @@ from absl import flags
 import gin
 
 from benchmarks import measure
+# --gin_file, --gin_param and --data_dir, defined once for every tool.
+from official_seg import flags as seg_flags
 
 TRAINERS = ('official_seg', 'model_garden')
 FLAGS = flags.FLAGS
@@ -90,9 +92,11 @@ def run_time_to_miou(trainer, gin_files, gin_params, model_dir, target,
 
 
 def define_flags():
-  """Defines the experiment flags the runner shares with tools/benchmark.py."""
-  flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
-  flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+  """Defines the experiment flags the runner shares with tools/benchmark.py.
+
+  With seg_flags' --gin_file (required here), --gin_param and --data_dir.
+  """
+  flags.adopt_module_key_flags(seg_flags)
   flags.DEFINE_integer('train_steps', 100, 'Training steps (TRAIN_STEPS).')
   flags.DEFINE_integer('warmup_steps', 10, 'Training steps not timed.')
   flags.DEFINE_integer('input_batches', 50, 'Input batches timed.')
@@ -121,11 +125,11 @@ def main(argv):
   gin.clear_config()
   if FLAGS.time_to_miou is not None:
     measure.emit(run_time_to_miou(
-        FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
+        FLAGS.trainer, FLAGS.gin_file, seg_flags.gin_params(), FLAGS.model_dir,
         FLAGS.time_to_miou, FLAGS.eval_every_steps, FLAGS.max_steps,
         FLAGS.peer_train_mean_iou))
     return
-  measure.emit(run(FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param,
+  measure.emit(run(FLAGS.trainer, FLAGS.gin_file, seg_flags.gin_params(),
                    FLAGS.model_dir, FLAGS.train_steps, FLAGS.warmup_steps,
                    FLAGS.input_batches, FLAGS.eval_batches,
                    FLAGS.peer_train_mean_iou))

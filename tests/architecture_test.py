@@ -21,7 +21,10 @@ _PACKAGE = os.path.join(testing_utils.REPO, 'official_seg')
 _TOP_FOLDERS = ('benchmarks', 'tools')
 # Lower ranks never import higher ones; equal ranks never import each other.
 RANKS = {'data': 0, 'modeling': 0, 'training': 1, 'evaluation': 1,
-         'export': 2, 'runtime': 3, 'train_and_eval': 4}
+         'export': 2, 'runtime': 3, 'flags': 4, 'train_and_eval': 5}
+# The flags every tool and the binary share, defined in official_seg/flags.py
+# alone: absl refuses a flag defined twice in one process.
+SHARED_FLAGS = ('gin_file', 'gin_param', 'data_dir')
 MAX_MODULE_LINES = 350
 MAX_CONFIGURABLE_PARAMETERS = 8
 # Configurables allowed more parameters, each with its reason.
@@ -128,6 +131,17 @@ def _imports(path):
         yield parts[0]
 
 
+def _flag_definitions(path):
+  """(line, flag name) of each `flags.DEFINE_*('name', ...)` in a module."""
+  with open(path, encoding='utf-8') as f:
+    tree = ast.parse(f.read())
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith('DEFINE') and node.args
+        and isinstance(node.args[0], ast.Constant)):
+      yield node.lineno, node.args[0].value
+
+
 def _calls(path, attribute):
   with open(path, encoding='utf-8') as f:
     tree = ast.parse(f.read())
@@ -178,6 +192,18 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
     graph = {name: _sibling_imports(folder, path, modules) - {name}
              for name, path in modules.items()}
     self.assertEqual(_cycle(graph), [], f'an import cycle in {folder}/')
+
+  def test_shared_flags_are_defined_in_official_seg_flags_alone(self):
+    paths = list(_modules()) + [
+        path for folder in _TOP_FOLDERS
+        for path in _top_modules(folder).values()]
+    own = os.path.join(_PACKAGE, 'flags.py')
+    found = [f'{os.path.relpath(path, testing_utils.REPO)}:{line} defines '
+             f'--{name}' for path in paths if path != own
+             for line, name in _flag_definitions(path) if name in SHARED_FLAGS]
+    self.assertEmpty(found)
+    self.assertCountEqual([name for _, name in _flag_definitions(own)],
+                          SHARED_FLAGS)
 
   def test_cycle_finds_a_circle_and_only_a_circle(self):
     self.assertEqual(_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}),

@@ -1,22 +1,12 @@
 """The Model Garden ExperimentConfig of an official_seg gin experiment."""
 
-import dataclasses
-import inspect
-import math
-
-import gin
 import tensorflow as tf
 from official.core import exp_factory
 from official.modeling import optimization
 from official.modeling.optimization import lr_schedule
-from official.vision.configs import backbones as backbone_cfgs
-from official.vision.configs import common
-from official.vision.configs import decoders as decoder_cfgs
 from official.vision.configs import semantic_segmentation as seg_cfgs
-from official.vision.modeling import backbones
-from official.vision.modeling import decoders
-from official.vision.modeling import heads
 
+from benchmarks import peer_model
 from official_seg.data import dataset_info
 from official_seg.data import input_fn
 from official_seg.data import preprocess
@@ -29,19 +19,6 @@ from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.training import optimizers
 
-_UNBOUND = object()
-# Backbones the peer maps: gin selector -> (Model Garden class, config type,
-# config class, base experiment whose remaining defaults the peer keeps).
-_BACKBONES = {
-    'backbones.MobileNet': (backbones.MobileNet, 'mobilenet',
-                            backbone_cfgs.MobileNet, 'mnv2_deeplabv3_pascal'),
-    'backbones.DilatedResNet': (backbones.DilatedResNet, 'dilated_resnet',
-                                backbone_cfgs.DilatedResNet,
-                                'seg_deeplabv3_pascal'),
-}
-# The other references the peer maps: gin selector -> class.
-_DECODERS = {'decoders.ASPP': decoders.ASPP}
-_HEADS = {'heads.SegmentationHead': heads.SegmentationHead}
 _OPTIMIZERS = {
     'tf.train.MomentumOptimizer': tf.compat.v1.train.MomentumOptimizer,
     'tf.train.AdamOptimizer': tf.compat.v1.train.AdamOptimizer}
@@ -50,8 +27,6 @@ _POLY = {'tf.keras.optimizers.schedules.PolynomialDecay':
 _SCHEDULES = dict(_POLY, **{'schedules.LinearWarmup': lr_schedule.LinearWarmup})
 _POLY_FIELDS = ('initial_learning_rate', 'decay_steps', 'end_learning_rate',
                 'power', 'cycle')
-# The Model Garden config calls it stochastic_depth_drop_rate throughout.
-_RENAMES = {'stochastic_depth_drop_rate': 'init_stochastic_depth_rate'}
 # Bindings the Model Garden trainer has no counterpart for, each with the
 # values under which both trainers do the same: (selector, gin scope,
 # constructor, accepted values).
@@ -71,139 +46,9 @@ _MATCHING_ONLY = (
     ('Parser.min_resize_value', 'train', preprocess.Parser, (None,)),
     ('Parser.min_resize_value', 'eval', preprocess.Parser, (None,)),
 )
-# One NormActivation config sets these for backbone, decoder and head alike.
-_NORM_FIELDS = ('activation', 'norm_momentum', 'norm_epsilon')
 # Our precision names -> the Model Garden's runtime.mixed_precision_dtype.
 PRECISIONS = {'float32': None, 'mixed_bfloat16': 'bfloat16'}
 
-
-def signature_default(constructor, parameter):
-  """`gin_config.binding`'s `default` for a parameter gin may leave unbound.
-
-  Args:
-    constructor: the function or class gin configures.
-    parameter: str, one of its parameters.
-
-  Returns:
-    dict: {'default': value} when `constructor`'s signature gives
-    `parameter` a default, else {} (so nothing bound is an error).
-  """
-  default = inspect.signature(constructor).parameters[parameter].default
-  if default is inspect.Parameter.empty or default is gin.REQUIRED:
-    return {}
-  return {'default': default}
-
-
-def _mapped(selector, supported, **default):
-  """Which of the `supported` classes gin binds to `selector`.
-
-  Args:
-    selector: str, 'configurable.parameter' bound to a gin reference: @name
-      binds the class, @name() the object gin builds from it.
-    supported: dict of gin selector to the class the peer maps.
-    **default: `signature_default`'s, for a parameter gin may leave unbound.
-
-  Returns:
-    (the key of `supported` that matches, the bound class or object).
-
-  Raises:
-    ValueError: gin cannot build the object, it is none of `supported`, or
-      it is a scoped class reference; the message names the binding.
-  """
-  try:
-    value = gin_config.binding(selector, **default)
-  except TypeError as error:  # An @name() that lacks required arguments.
-    raise ValueError(f'gin binding {selector} cannot be built: '
-                     f'{error}') from error
-  for name, cls in supported.items():
-    if isinstance(value, cls):  # Built in the reference's scope, if any.
-      return name, value
-    if isinstance(value, type) and issubclass(value, cls):
-      # A scoped @scope/name is a subclass of its own; the peer would read
-      # the unscoped bindings instead of the scope's.
-      if value is not gin.get_configurable(name):
-        raise ValueError(f'gin binding {selector} is a scoped reference; the '
-                         'peer benchmark maps unscoped ones only.')
-      return name, value
-  raise ValueError(
-      f'gin binding {selector} = {value!r} has no Model Garden counterpart in '
-      f'the peer benchmark; it maps {", ".join(sorted(supported))}.')
-
-
-def _module_config(config_cls, selector, constructor, **fixed):
-  """A Model Garden config whose fields take gin's values for `selector`.
-
-  Raises:
-    ValueError: gin binds a parameter of `selector` the config has no field
-      for (it would silently differ); names the binding.
-  """
-  params = inspect.signature(constructor).parameters
-  values = dict(fixed)
-  for field in dataclasses.fields(config_cls):
-    param = field.name if field.name in params else _RENAMES.get(field.name)
-    if field.name not in values and param in params:
-      values[field.name] = gin_config.binding(
-          f'{selector}.{param}', **signature_default(constructor, param))
-  mapped = {_RENAMES.get(name, name) for name in values} | set(values)
-  unmapped = sorted(
-      param for param in set(params) - mapped - set(_NORM_FIELDS)
-      if gin_config.binding(f'{selector}.{param}',
-                            default=_UNBOUND) is not _UNBOUND)
-  if unmapped:
-    raise ValueError(f'gin binding {selector}.{unmapped[0]} has no Model '
-                     'Garden config field; remove it to run the peer.')
-  return config_cls(**values)
-
-
-def _norm_activation(selectors):
-  """The one NormActivation the Model Garden applies to every module.
-
-  Args:
-    selectors: list of (gin selector, constructor) of backbone, decoder, head.
-
-  Raises:
-    ValueError: the modules are bound to different values.
-  """
-  values = {}
-  for field in _NORM_FIELDS:
-    found = {f'{sel}.{field}': gin_config.binding(
-                 f'{sel}.{field}', **signature_default(fn, field))
-             for sel, fn in selectors
-             if field in inspect.signature(fn).parameters}
-    if len(set(found.values())) > 1:
-      raise ValueError(f'The Model Garden has one {field} for all modules; '
-                       f'bind the same value to each of {found}.')
-    values[field] = next(iter(found.values()))
-  # One CPU replica: synchronised batch norm would only add collectives.
-  return common.NormActivation(use_sync_bn=False, **values)
-
-
-def model_config():
-  """(SemanticSegmentationModel, base experiment name) of build_model."""
-  backbone_sel, _ = _mapped('build_model.backbone',
-                            {sel: row[0] for sel, row in _BACKBONES.items()})
-  decoder_sel, _ = _mapped(
-      'build_model.decoder', _DECODERS,
-      **signature_default(model_lib.build_model, 'decoder'))
-  head_sel, _ = _mapped('build_model.head', _HEADS,
-                        **signature_default(model_lib.build_model, 'head'))
-  backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_sel]
-  backbone = _module_config(cfg_cls, backbone_sel, backbone_cls)
-  # build_model puts ASPP and the head at the backbone's deepest level.
-  level = int(math.log2(backbone.output_stride or 32))
-  aspp = _module_config(decoder_cfgs.ASPP, decoder_sel, decoders.ASPP,
-                        level=level)
-  head = _module_config(seg_cfgs.SegmentationHead, head_sel,
-                        heads.SegmentationHead, level=level)
-  return seg_cfgs.SemanticSegmentationModel(
-      num_classes=dataset_info.DatasetInfo().num_classes,
-      input_size=[None, None, 3],
-      backbone=backbone_cfgs.Backbone(type=kind, **{kind: backbone}),
-      decoder=decoder_cfgs.Decoder(type='aspp', aspp=aspp),
-      head=head,
-      norm_activation=_norm_activation(
-          [(backbone_sel, backbone_cls), (decoder_sel, decoders.ASPP),
-           (head_sel, heads.SegmentationHead)])), base
 
 
 def _data_config(scope, is_training):
@@ -224,10 +69,11 @@ def _data_config(scope, is_training):
   info = dataset_info.DatasetInfo()
   crop = list(gin_config.binding('Parser.crop_size', scope))
   parser = lambda param: gin_config.binding(
-      f'Parser.{param}', scope, **signature_default(preprocess.Parser, param))
+      f'Parser.{param}', scope,
+      **peer_model.signature_default(preprocess.Parser, param))
   dataset = lambda param: gin_config.binding(
       f'build_dataset.{param}', scope,
-      **signature_default(input_fn.build_dataset, param))
+      **peer_model.signature_default(input_fn.build_dataset, param))
   batch = gin_config.binding(f'build_estimator.{scope}_batch_size')
   image = seg_cfgs.DenseFeatureConfig(mean=list(parser('mean_rgb')),
                                       stddev=list(parser('stddev_rgb')))
@@ -252,14 +98,14 @@ def optimizer_config():
   """OptimizationConfig of make_optimizer and learning_rate.schedule."""
   # The schedules gin builds for learning_rate: their configs hold the
   # values training uses, defaults included.
-  name, schedule = _mapped('learning_rate.schedule', _SCHEDULES)
+  name, schedule = peer_model.mapped('learning_rate.schedule', _SCHEDULES)
   warmup = {}
   if name == 'schedules.LinearWarmup':
     config = schedule.get_config()
     warmup = {'type': 'linear', 'linear': {
         key: config[key] for key in ('warmup_steps', 'warmup_learning_rate')}}
-    _, schedule = _mapped('schedules.LinearWarmup.after_warmup_lr_sched',
-                          _POLY)
+    _, schedule = peer_model.mapped(
+        'schedules.LinearWarmup.after_warmup_lr_sched', _POLY)
   poly = {key: schedule.get_config()[key] for key in _POLY_FIELDS}
   return optimization.OptimizationConfig({
       'optimizer': _optimizer(),
@@ -269,10 +115,10 @@ def optimizer_config():
 
 def _optimizer():
   """The OptimizationConfig 'optimizer' entry of make_optimizer's."""
-  name, _ = _mapped('make_optimizer.optimizer', _OPTIMIZERS)
+  name, _ = peer_model.mapped('make_optimizer.optimizer', _OPTIMIZERS)
   constructor = _OPTIMIZERS[name]
   param = lambda field: gin_config.binding(
-      f'{name}.{field}', **signature_default(constructor, field))
+      f'{name}.{field}', **peer_model.signature_default(constructor, field))
   if name == 'tf.train.AdamOptimizer':
     # The same update as tf.compat.v1's, epsilon included: the Keras
     # optimizer's default epsilon differs (1e-7 against 1e-8).
@@ -294,11 +140,12 @@ def _losses():
   """Losses of segmentation_loss and build_model.weight_decay."""
   loss = lambda param: gin_config.binding(
       f'segmentation_loss.{param}',
-      **signature_default(losses.segmentation_loss, param))
+      **peer_model.signature_default(losses.segmentation_loss, param))
   return seg_cfgs.Losses(
       l2_weight_decay=gin_config.binding(
           'build_model.weight_decay',
-          **signature_default(model_lib.build_model, 'weight_decay')),
+          **peer_model.signature_default(model_lib.build_model,
+                                         'weight_decay')),
       ignore_label=dataset_info.DatasetInfo().ignore_label,
       label_smoothing=loss('label_smoothing'),
       top_k_percent_pixels=loss('top_k_percent_pixels'),
@@ -309,8 +156,8 @@ def _check_matching():
   """Raises ValueError naming a binding of _MATCHING_ONLY set otherwise."""
   for selector, scope, constructor, accepted in _MATCHING_ONLY:
     param = selector.rsplit('.', 1)[1]
-    value = gin_config.binding(selector, scope,
-                               **signature_default(constructor, param))
+    value = gin_config.binding(
+        selector, scope, **peer_model.signature_default(constructor, param))
     if value not in accepted:
       name = f'{scope}/{selector}' if scope else selector
       raise ValueError(
@@ -341,7 +188,7 @@ def peer_config(precision=None, steps_per_loop=10, eval_batches=None,
   precision = precision or model_fn_lib.ModelFnOptions().precision
   if precision not in PRECISIONS:
     raise ValueError(f'--precision={precision!r}: use one of {PRECISIONS}.')
-  model, base = model_config()
+  model, base = peer_model.model_config()
   config = exp_factory.get_exp_config(base)
   config.task = seg_cfgs.SemanticSegmentationTask(
       model=model,

@@ -7,7 +7,7 @@ tools/benchmark.py shares the experiment flags (`define_flags`) and, through
 `report.run_trainer`, starts one such process per trainer, so that each has
 its own peak memory, its own TensorFlow state (graph mode for Estimator,
 eager for the Model Garden's Orbit loop) and nothing cached from the other.
-Only `main` reads flags; `run` takes plain arguments.
+Only `main` reads flags; `run` and `run_time_to_miou` take plain arguments.
 """
 
 from absl import app
@@ -15,7 +15,8 @@ from absl import flags
 import gin
 
 from benchmarks import measure
-from benchmarks import time_to_miou
+# --gin_file, --gin_param and --data_dir, defined once for every tool.
+from official_seg import flags as seg_flags
 
 TRAINERS = ('official_seg', 'model_garden')
 FLAGS = flags.FLAGS
@@ -55,10 +56,47 @@ def run(trainer, gin_files, gin_params, model_dir, train_steps, warmup_steps,
   raise ValueError(f'Unknown trainer {trainer!r}; use one of {TRAINERS}.')
 
 
+def run_time_to_miou(trainer, gin_files, gin_params, model_dir, target,
+                     eval_every_steps, max_steps=None,
+                     peer_train_mean_iou=False):
+  """Trains one trainer until its evaluation reaches `target`; its result.
+
+  Args:
+    trainer: 'official_seg' or 'model_garden' (the latter on its registered
+      recipe; see `ttm_peer`).
+    gin_files, gin_params: the experiment.
+    model_dir: str, an empty folder for this run.
+    target: float, the mean IoU to reach.
+    eval_every_steps: int, training steps between evaluations.
+    max_steps: optional int, the most steps trained; None takes the
+      experiment's TRAIN_STEPS.
+    peer_train_mean_iou: bool, Model Garden only: its training mean IoU
+      every step, as its recipes compute it.
+
+  Returns:
+    dict; `measure.emit` prints it.
+
+  Raises:
+    ValueError: an unknown trainer.
+  """
+  args = (gin_files, gin_params, model_dir, target, eval_every_steps,
+          max_steps)
+  # Each trainer's imports stay out of the other's process.
+  if trainer == 'official_seg':
+    from benchmarks import ttm_ours  # pylint: disable=g-import-not-at-top
+    return ttm_ours.run(*args)
+  if trainer == 'model_garden':
+    from benchmarks import ttm_peer  # pylint: disable=g-import-not-at-top
+    return ttm_peer.run(*args, train_mean_iou=peer_train_mean_iou)
+  raise ValueError(f'Unknown trainer {trainer!r}.')
+
+
 def define_flags():
-  """Defines the experiment flags the runner shares with tools/benchmark.py."""
-  flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
-  flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+  """Defines the experiment flags the runner shares with tools/benchmark.py.
+
+  With seg_flags' --gin_file (required here), --gin_param and --data_dir.
+  """
+  flags.adopt_module_key_flags(seg_flags)
   flags.DEFINE_integer('train_steps', 100, 'Training steps (TRAIN_STEPS).')
   flags.DEFINE_integer('warmup_steps', 10, 'Training steps not timed.')
   flags.DEFINE_integer('input_batches', 50, 'Input batches timed.')
@@ -86,12 +124,12 @@ def main(argv):
     raise app.UsageError('--model_dir is required: an empty folder.')
   gin.clear_config()
   if FLAGS.time_to_miou is not None:
-    measure.emit(time_to_miou.run(
-        FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
+    measure.emit(run_time_to_miou(
+        FLAGS.trainer, FLAGS.gin_file, seg_flags.gin_params(), FLAGS.model_dir,
         FLAGS.time_to_miou, FLAGS.eval_every_steps, FLAGS.max_steps,
         FLAGS.peer_train_mean_iou))
     return
-  measure.emit(run(FLAGS.trainer, FLAGS.gin_file, FLAGS.gin_param,
+  measure.emit(run(FLAGS.trainer, FLAGS.gin_file, seg_flags.gin_params(),
                    FLAGS.model_dir, FLAGS.train_steps, FLAGS.warmup_steps,
                    FLAGS.input_batches, FLAGS.eval_batches,
                    FLAGS.peer_train_mean_iou))

@@ -1,4 +1,4 @@
-"""Time to a mean IoU: the evaluation curve, its first reach, both trainers."""
+"""Time to a mean IoU: the evaluation curve, its first reach, ratio and table."""
 
 import contextlib
 import time
@@ -176,36 +176,3 @@ def table(results, time_ratio=None):
                            for s, t, e, m in r['curve']))
   return '\n'.join(lines)
 
-
-def run(trainer, gin_files, gin_params, model_dir, target, eval_every_steps,
-        max_steps=None, peer_train_mean_iou=False):
-  """Trains one trainer until its evaluation reaches `target`; its result.
-
-  Args:
-    trainer: 'official_seg' or 'model_garden' (the latter on its registered
-      recipe; see `ttm_peer`).
-    gin_files, gin_params: the experiment.
-    model_dir: str, an empty folder for this run.
-    target: float, the mean IoU to reach.
-    eval_every_steps: int, training steps between evaluations.
-    max_steps: optional int, the most steps trained; None takes the
-      experiment's TRAIN_STEPS.
-    peer_train_mean_iou: bool, Model Garden only: its training mean IoU
-      every step, as its recipes compute it.
-
-  Returns:
-    dict; `measure.emit` prints it.
-
-  Raises:
-    ValueError: an unknown trainer.
-  """
-  args = (gin_files, gin_params, model_dir, target, eval_every_steps,
-          max_steps)
-  # Each trainer's imports stay out of the other's process.
-  if trainer == 'official_seg':
-    from benchmarks import ttm_ours  # pylint: disable=g-import-not-at-top
-    return ttm_ours.run(*args)
-  if trainer == 'model_garden':
-    from benchmarks import ttm_peer  # pylint: disable=g-import-not-at-top
-    return ttm_peer.run(*args, train_mean_iou=peer_train_mean_iou)
-  raise ValueError(f'Unknown trainer {trainer!r}.')

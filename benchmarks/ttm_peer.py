@@ -9,6 +9,7 @@ from official.modeling import performance
 from benchmarks import measure
 from benchmarks import peer
 from benchmarks import peer_config as peer_config_lib
+from benchmarks import peer_model
 from benchmarks import time_to_miou
 from official_seg.data import dataset_info
 from official_seg.data import input_fn
@@ -56,7 +57,7 @@ def recipe_config(max_steps, eval_every_steps, train_mean_iou=False):
   Returns:
     (validated `ExperimentConfig`, the recipe's registered name).
   """
-  model, base = peer_config_lib.model_config()
+  model, base = peer_model.model_config()
   info = dataset_info.DatasetInfo()
   config = exp_factory.get_exp_config(base)
   level = model.decoder.aspp.level  # log2 of the backbone's output stride.
@@ -125,7 +126,7 @@ def run(gin_files, gin_params, model_dir, target, eval_every_steps,
     gin_files, gin_params: the experiment (data, classes, crop, batch and
       backbone come from it).
     model_dir: str, where params.yaml is written.
-    target, eval_every_steps, max_steps: see `time_to_miou.run`.
+    target, eval_every_steps, max_steps: see `runner.run_time_to_miou`.
     train_mean_iou: bool, see `recipe_config`.
 
   Returns:

@@ -8,23 +8,19 @@ from absl import logging
 import gin
 import tensorflow as tf
 
+from official_seg import flags as seg_flags
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
-from official_seg.runtime import gin_config
 from official_seg.runtime import preemption
 from official_seg.runtime import run_config
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_multi_string(
-    'gin_file', [], 'gin file to parse, repeatable; later files win. Shipped '
-    'files may be named relative to the package gin/ folder.')
-flags.DEFINE_multi_string(
-    'gin_param', [], 'gin binding, repeatable, e.g. "TRAIN_STEPS=300"; '
-    'applied after every gin file.')
+# --gin_file, --gin_param and --data_dir, shared with tools/.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('model_dir', None, 'Where checkpoints, summaries, the '
                     'operative config and eval results go.')
 flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
@@ -66,8 +62,10 @@ def _exit_invalid(error):
 def _parse_gin_or_exit():
   """Parses and checks gin before any work starts; a bad config exits 2."""
   try:
-    gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
-    config_checks.check_configuration(FLAGS.gin_file, FLAGS.gin_param)
+    # It sets the object-store defaults before anything reads a gs:// path
+    # (gin files, data or model dir).
+    seg_flags.parse_gin(finalize=False)
+    config_checks.check_configuration(FLAGS.gin_file, seg_flags.gin_params())
     config_checks.check_platform(FLAGS.tpu, FLAGS.tpu_zone, FLAGS.gcp_project)
   except (FileNotFoundError, ValueError, KeyError, SyntaxError,
           TypeError) as error:
@@ -119,8 +117,6 @@ def main(argv):
   # TensorFlow's logger has its own handler; propagating to absl's too would
   # print every line twice.
   tf.get_logger().propagate = False
-  # Before anything reads a gs:// path (gin files, data or model dir).
-  storage.set_gcs_plugin_defaults()
   _parse_gin_or_exit()
   if FLAGS.dry_run:  # It writes nothing, the model dir included.
     _dry_run_or_exit()

@@ -16,9 +16,15 @@ from official_seg.runtime import experiment  # pylint: disable=unused-import
 from tests import testing_utils
 
 _PACKAGE = os.path.join(testing_utils.REPO, 'official_seg')
+# Folders of code above the package: held to the same module size, and
+# their modules never import each other in a circle.
+_TOP_FOLDERS = ('benchmarks', 'tools')
 # Lower ranks never import higher ones; equal ranks never import each other.
 RANKS = {'data': 0, 'modeling': 0, 'training': 1, 'evaluation': 1,
-         'export': 2, 'runtime': 3, 'train_and_eval': 4}
+         'export': 2, 'runtime': 3, 'flags': 4, 'train_and_eval': 5}
+# The flags every tool and the binary share, defined in official_seg/flags.py
+# alone: absl refuses a flag defined twice in one process.
+SHARED_FLAGS = ('gin_file', 'gin_param', 'data_dir')
 MAX_MODULE_LINES = 350
 MAX_CONFIGURABLE_PARAMETERS = 8
 # Configurables allowed more parameters, each with its reason.
@@ -40,6 +46,65 @@ def _modules():
     for name in sorted(files):
       if name.endswith('.py'):
         yield os.path.join(folder, name)
+
+
+def _top_modules(folder):
+  """{module name: path} of the .py files of a top folder."""
+  root = os.path.join(testing_utils.REPO, folder)
+  return {name[:-len('.py')]: os.path.join(root, name)
+          for name in sorted(os.listdir(root)) if name.endswith('.py')}
+
+
+def _imported_names(path):
+  """Every dotted name a module imports, `from a import b` as `a.b` too."""
+  with open(path, encoding='utf-8') as f:
+    tree = ast.parse(f.read())
+  for node in ast.walk(tree):  # Imports inside functions count too.
+    if isinstance(node, ast.Import):
+      yield from (alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      yield node.module
+      yield from (f'{node.module}.{alias.name}' for alias in node.names)
+
+
+def _sibling_imports(folder, path, siblings):
+  """The modules of `folder` that the module at `path` imports.
+
+  A tool runs as a script, which finds its siblings as top-level modules,
+  so there a bare `import name` counts as well as `from tools import name`.
+  """
+  found = set()
+  for name in _imported_names(path):
+    parts = name.split('.')
+    if parts[0] == folder and len(parts) > 1 and parts[1] in siblings:
+      found.add(parts[1])
+    elif folder == 'tools' and len(parts) == 1 and parts[0] in siblings:
+      found.add(parts[0])
+  return found
+
+
+def _cycle(graph):
+  """One import cycle of `graph` ({module: set of modules}) as a list, or []."""
+  state = {}  # module -> 'open' while on the path, 'done' after.
+
+  def visit(module, path):
+    state[module] = 'open'
+    for other in sorted(graph[module]):
+      if state.get(other) == 'open':
+        return path[path.index(other):] + [other]
+      if other not in state:
+        found = visit(other, path + [other])
+        if found:
+          return found
+    state[module] = 'done'
+    return []
+
+  for module in sorted(graph):
+    if module not in state:
+      found = visit(module, [module])
+      if found:
+        return found
+  return []
 
 
 def _package(path):
@@ -64,6 +129,17 @@ def _imports(path):
         yield parts[1]
       elif parts[0] in ('benchmarks', 'tools', 'tests'):
         yield parts[0]
+
+
+def _flag_definitions(path):
+  """(line, flag name) of each `flags.DEFINE_*('name', ...)` in a module."""
+  with open(path, encoding='utf-8') as f:
+    tree = ast.parse(f.read())
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith('DEFINE') and node.args
+        and isinstance(node.args[0], ast.Constant)):
+      yield node.lineno, node.args[0].value
 
 
 def _calls(path, attribute):
@@ -99,6 +175,45 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
       if count > MAX_MODULE_LINES:
         long.append(f'{os.path.relpath(path, _PACKAGE)}: {count} lines')
     self.assertEmpty(long)
+
+  @parameterized.parameters(*_TOP_FOLDERS)
+  def test_top_folders_keep_modules_small(self, folder):
+    long = []
+    for path in _top_modules(folder).values():
+      with open(path, encoding='utf-8') as f:
+        count = sum(1 for _ in f)
+      if count > MAX_MODULE_LINES:
+        long.append(f'{folder}/{os.path.basename(path)}: {count} lines')
+    self.assertEmpty(long)
+
+  @parameterized.parameters(*_TOP_FOLDERS)
+  def test_top_folders_import_one_way(self, folder):
+    modules = _top_modules(folder)
+    graph = {name: _sibling_imports(folder, path, modules) - {name}
+             for name, path in modules.items()}
+    self.assertEqual(_cycle(graph), [], f'an import cycle in {folder}/')
+
+  def test_shared_flags_are_defined_in_official_seg_flags_alone(self):
+    paths = list(_modules()) + [
+        path for folder in _TOP_FOLDERS
+        for path in _top_modules(folder).values()]
+    own = os.path.join(_PACKAGE, 'flags.py')
+    found = [f'{os.path.relpath(path, testing_utils.REPO)}:{line} defines '
+             f'--{name}' for path in paths if path != own
+             for line, name in _flag_definitions(path) if name in SHARED_FLAGS]
+    self.assertEmpty(found)
+    self.assertCountEqual([name for _, name in _flag_definitions(own)],
+                          SHARED_FLAGS)
+
+  def test_cycle_finds_a_circle_and_only_a_circle(self):
+    self.assertEqual(_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}),
+                     ['a', 'b', 'c', 'a'])
+    self.assertEqual(_cycle({'a': {'b', 'c'}, 'b': {'c'}, 'c': set()}), [])
+
+  def test_benchmarks_never_import_tools(self):
+    wrong = [name for name, path in _top_modules('benchmarks').items()
+             if 'tools' in set(_imports(path))]
+    self.assertEmpty(wrong)
 
   def test_only_the_binary_and_gin_config_touch_global_gin_state(self):
     found = []

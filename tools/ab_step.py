@@ -28,16 +28,15 @@ import gin
 
 from benchmarks import ab
 from benchmarks import report
+from official_seg import flags as seg_flags
 from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', None, 'Gin files of arm A.')
-flags.DEFINE_multi_string('gin_param', [], 'Bindings of arm A.')
+# --gin_file and --gin_param: arm A; --data_dir: both arms' shards.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_multi_string('b_gin_file', [],
                           'Gin files arm B adds after arm A\'s.')
 flags.DEFINE_multi_string('b_gin_param', [],
                           'Bindings arm B adds after arm A\'s.')
-flags.DEFINE_string('data_dir', None,
-                    'Shard folder; default the experiment\'s DATA_DIR.')
 flags.DEFINE_integer('blocks', 10, 'Timed blocks of each arm.')
 flags.DEFINE_integer('block_steps', 10, 'Steps of one arm before switching.')
 flags.DEFINE_integer('warmup_blocks', 2,
@@ -46,14 +45,18 @@ flags.mark_flag_as_required('gin_file')
 FLAGS = flags.FLAGS
 
 
-def _build(gin_files, gin_params, model_dir):
-  """An `ab.Arm` of one configuration; gin is cleared before and after."""
+def _build(gin_files, b_gin_params, model_dir):
+  """An `ab.Arm` of one configuration; gin is cleared before and after.
+
+  Args:
+    gin_files: list of str, the arm's gin files.
+    b_gin_params: list of str, bindings after --gin_param (arm B's own).
+    model_dir: str, the arm's folder.
+  """
   gin.clear_config()
   steps = (FLAGS.blocks + FLAGS.warmup_blocks) * FLAGS.block_steps
-  extra = [f'TRAIN_STEPS = {steps}']
-  if FLAGS.data_dir:
-    extra.append(f'DATA_DIR = {FLAGS.data_dir!r}')
-  gin_config.parse(gin_files, list(gin_params) + extra)
+  seg_flags.parse_gin(gin_files, list(b_gin_params) + [
+      f'TRAIN_STEPS = {steps}'])
   arm = ab.build_arm(
       gin_config.binding('build_estimator.train_batch_size'), model_dir)
   gin.clear_config()
@@ -66,9 +69,9 @@ def main(argv):
     raise app.UsageError('Give arm B a change: --b_gin_file or --b_gin_param.')
   work_dir = tempfile.mkdtemp(prefix='ab-step-')
   arms = [
-      _build(FLAGS.gin_file, FLAGS.gin_param, f'{work_dir}/a'),
-      _build(FLAGS.gin_file + FLAGS.b_gin_file,
-             FLAGS.gin_param + FLAGS.b_gin_param, f'{work_dir}/b')]
+      _build(FLAGS.gin_file, [], f'{work_dir}/a'),
+      _build(FLAGS.gin_file + FLAGS.b_gin_file, FLAGS.b_gin_param,
+             f'{work_dir}/b')]
   try:
     result = ab.compare(arms, FLAGS.blocks, FLAGS.block_steps,
                         FLAGS.warmup_blocks)

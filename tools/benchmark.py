@@ -41,15 +41,17 @@ from benchmarks import memory
 from benchmarks import report
 from benchmarks import runner
 from benchmarks import time_to_miou
+from official_seg import flags as seg_flags
 
 # The experiment flags (gin files and bindings, steps, batches, peer
-# options), passed on to each runner process.
+# options), passed on to each runner process; --data_dir as a DATA_DIR
+# binding.
 runner.define_flags()
 flags.adopt_module_key_flags(runner)
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('model_dir', None,
                     "Where each run's model dir goes; default a temporary "
                     'folder.')
-flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
 flags.DEFINE_bool('peer', False, 'Also measure the Model Garden trainer.')
 flags.DEFINE_multi_string(
     'layer_gin_file', [], 'Also measure official_seg with these gin files '
@@ -87,9 +89,7 @@ FLAGS = flags.FLAGS
 
 
 def _runner_args(model_dir, layered=False):
-  params = list(FLAGS.gin_param)
-  if FLAGS.data_dir:
-    params.append(f'DATA_DIR = {FLAGS.data_dir!r}')
+  params = seg_flags.gin_params()
   files = list(FLAGS.gin_file)
   if layered:
     files += FLAGS.layer_gin_file

@@ -9,10 +9,10 @@ from absl import flags
 import gin
 
 from benchmarks import input as input_benchmark
+from official_seg import flags as seg_flags
+from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
-flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_integer('batch_size', None, 'Default TRAIN_BATCH_SIZE.')
 flags.DEFINE_integer('warmup_batches', 10, 'Batches read before timing.')
 flags.DEFINE_integer('num_batches', 50, 'Batches timed.')
@@ -23,8 +23,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv  # Unused.
   gin.clear_config()
-  dataset, batch_size = input_benchmark.training_input(
-      FLAGS.gin_file, FLAGS.gin_param, FLAGS.data_dir, FLAGS.batch_size)
+  seg_flags.parse_gin(finalize=False)
+  batch_size = FLAGS.batch_size or gin_config.binding(
+      'build_estimator.train_batch_size')
+  dataset = input_benchmark.training_dataset(batch_size)
   result = input_benchmark.measure(dataset, batch_size, FLAGS.warmup_batches,
                                    FLAGS.num_batches)
   print(f'{result.images_per_second:.1f} images/s ({result.num_images} images '

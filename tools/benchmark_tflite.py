@@ -25,16 +25,16 @@ from absl import flags
 import numpy as np
 from PIL import Image
 
+from official_seg import flags as seg_flags
 from official_seg.data import dataset_info
 from official_seg.export import predictor
 from official_seg.export import tflite
 from official_seg.export import tflite_runner
-from official_seg.runtime import gin_config
 
+# --gin_file (the run's), --gin_param and --data_dir.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('model_dir', None, 'The run: its newest SavedModel and '
                     'its export/tflite/ models are compared.')
-flags.DEFINE_multi_string('gin_file', [], 'The gin files of the run.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
 flags.DEFINE_list('kinds', list(tflite.KINDS), 'Kinds to score; missing '
                   'files are skipped.')
 flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
@@ -105,7 +105,7 @@ def main(argv):
   if not FLAGS.gin_file:
     raise app.UsageError('Give the gin files of the run, e.g. '
                          '--gin_file=gin/experiments/quickstart.gin')
-  gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
+  seg_flags.parse_gin(finalize=False)
   dataset = dataset_info.DatasetInfo()
   export_dir = predictor.find_saved_model(FLAGS.model_dir)
   models = {'SavedModel (float32)': _SavedModel(export_dir)}

@@ -9,14 +9,13 @@
 from absl import app
 from absl import flags
 
+from official_seg import flags as seg_flags
 from official_seg.data import stats
 from official_seg.evaluation import visualize
-from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', [], 'Gin files that set the dataset '
-                          'macros (NUM_CLASSES, DATA_DIR, ...).')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
-flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+# --gin_file (files that set the dataset macros: NUM_CLASSES, DATA_DIR, ...),
+# --gin_param and --data_dir.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('split', None, 'Split; default TRAIN_SPLIT.')
 flags.DEFINE_integer('num_classes', None, 'Classes; default NUM_CLASSES.')
 flags.DEFINE_integer('ignore_label', None, 'Ignore label; default '
@@ -35,9 +34,9 @@ def dataset():
     app.UsageError: neither gin files nor --data_dir, --split and
       --num_classes say which shards to read.
   """
-  info = gin_config.dataset_with(FLAGS.gin_file, FLAGS.gin_param,
-                                 FLAGS.num_classes, FLAGS.data_dir,
-                                 FLAGS.split, FLAGS.ignore_label)
+  info = seg_flags.dataset_with(num_classes=FLAGS.num_classes,
+                                split=FLAGS.split,
+                                ignore_label=FLAGS.ignore_label)
   if not (info and info.data_dir and info.train_split):
     raise app.UsageError('Give --gin_file, or --data_dir, --split and '
                          '--num_classes.')

@@ -15,16 +15,16 @@ import os
 from absl import app
 from absl import flags
 
+from official_seg import flags as seg_flags
 from official_seg.data import dataset_info
 from official_seg.evaluation import results
 from official_seg.export import tflite_runner
-from official_seg.runtime import gin_config
 
+# --gin_file (the run's: they name the dataset and its eval split),
+# --gin_param and --data_dir.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('model', None, 'A .tflite of train_and_eval '
                     '--mode=export_tflite.')
-flags.DEFINE_multi_string('gin_file', [], 'The gin files of the run: they '
-                          'name the dataset and its eval split.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
 flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
                      'CPU cores.')
 flags.DEFINE_integer('max_images', None, 'Score at most this many images.')
@@ -39,7 +39,7 @@ def main(argv):
   if not FLAGS.gin_file:
     raise app.UsageError('Give the gin files of the run, e.g. '
                          '--gin_file=gin/experiments/quickstart.gin')
-  gin_config.parse(FLAGS.gin_file, FLAGS.gin_param, finalize=False)
+  seg_flags.parse_gin(finalize=False)
   dataset = dataset_info.DatasetInfo()
   model = tflite_runner.TfliteModel(FLAGS.model, FLAGS.num_threads)
   print(f'Scoring {FLAGS.model} on {dataset.data_dir} '

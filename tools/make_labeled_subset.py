@@ -16,19 +16,17 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from official_seg import flags as seg_flags
 from official_seg.data import convert
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import subsets
 from official_seg.data import tfexample
-from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', [], 'Gin files that set the dataset '
-                          'macros (NUM_CLASSES, CLASS_NAMES, IGNORE_LABEL, '
-                          'DATA_DIR, TRAIN_SPLIT); with --layout=voc default '
-                          'datasets/pascal_voc.gin.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
-flags.DEFINE_string('data_dir', None, 'Shard folder; default DATA_DIR.')
+# --gin_file (files that set the dataset macros: NUM_CLASSES, CLASS_NAMES,
+# IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT; with --layout=voc default
+# datasets/pascal_voc.gin), --gin_param and --data_dir.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('split', None, 'The split to take the subset of; default '
                     'TRAIN_SPLIT.')
 flags.DEFINE_integer('num_classes', None, 'Classes; default NUM_CLASSES.')
@@ -77,9 +75,9 @@ def dataset():
       [layouts.LAYOUT_GIN_FILES[FLAGS.layout]]
       if FLAGS.layout in layouts.LAYOUT_GIN_FILES and not FLAGS.num_classes
       else [])
-  info = gin_config.dataset_with(gin_files, FLAGS.gin_param,
-                                 FLAGS.num_classes, FLAGS.data_dir,
-                                 FLAGS.split, FLAGS.ignore_label)
+  info = seg_flags.dataset_with(gin_files, num_classes=FLAGS.num_classes,
+                                split=FLAGS.split,
+                                ignore_label=FLAGS.ignore_label)
   if not (info and info.train_split):
     raise ValueError('Give --gin_file, or --split and --num_classes.')
   return info

@@ -16,10 +16,10 @@ from absl import flags
 
 from benchmarks import profile
 # Registers run and the other configurables every experiment binds.
+from official_seg import flags as seg_flags
 from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', None, 'Gin files of the experiment.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_integer('warmup_steps', 3, 'Steps run before tracing.')
 flags.DEFINE_integer('traced_steps', 2, 'Steps traced and averaged.')
 flags.DEFINE_integer('top', 15, 'Op types listed.')
@@ -29,7 +29,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv  # Unused.
-  gin_config.parse(FLAGS.gin_file, FLAGS.gin_param)
+  seg_flags.parse_gin()
   seconds = profile.profile(
       gin_config.binding('build_estimator.train_batch_size'),
       tempfile.mkdtemp(prefix='profile-'), FLAGS.warmup_steps,

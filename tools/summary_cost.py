@@ -30,15 +30,14 @@ import tensorflow as tf
 
 from benchmarks import profile
 from benchmarks import report
+from official_seg import flags as seg_flags
 from official_seg.data import synthetic
 from official_seg.runtime import gin_config
 
-flags.DEFINE_multi_string('gin_file', ['experiments/quickstart.gin'],
-                          'Gin files of the experiment.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings after the files.')
-flags.DEFINE_string('data_dir', None,
-                    'Shard folder; default a synthetic dataset written to a '
-                    'temporary folder.')
+# --gin_file, --gin_param and --data_dir (default a synthetic dataset written
+# to a temporary folder).
+flags.adopt_module_key_flags(seg_flags)
+flags.set_default(seg_flags.GIN_FILE, ['experiments/quickstart.gin'])
 flags.DEFINE_integer('steps', 1100, 'Steps run in all.')
 flags.DEFINE_integer('warmup_steps', 50, 'First steps, not timed.')
 flags.DEFINE_integer('block', 25, 'Steps of one arm before switching; a '
@@ -92,12 +91,12 @@ def measure(spec, session_config):
 def main(argv):
   del argv  # Unused.
   work_dir = tempfile.mkdtemp(prefix='summary-cost-')
-  data_dir = FLAGS.data_dir
-  if not data_dir:
+  extra = [f'TRAIN_STEPS = {FLAGS.steps}']
+  if not FLAGS.data_dir:
     data_dir = f'{work_dir}/data'
     synthetic.write_dataset(data_dir, {'train': 64, 'val': 8})
-  gin_config.parse(FLAGS.gin_file, list(FLAGS.gin_param) + [
-      f'DATA_DIR = {data_dir!r}', f'TRAIN_STEPS = {FLAGS.steps}'])
+    extra.append(f'DATA_DIR = {data_dir!r}')
+  seg_flags.parse_gin(extra_params=extra)
   with tf.Graph().as_default():
     spec, session_config = profile.train_spec(
         gin_config.binding('build_estimator.train_batch_size'),

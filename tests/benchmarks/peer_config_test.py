@@ -13,6 +13,7 @@ from PIL import Image
 import tensorflow as tf
 
 from benchmarks import peer_config as peer_config_lib
+from benchmarks import peer_model
 from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.runtime import gin_config
@@ -201,13 +202,13 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
         gin_config.binding('Parser.min_scale_factor', scope='eval'), 0.9)
     self.assertIsNone(gin_config.binding(
         'Parser.min_resize_value', scope='eval',
-        **peer_config_lib.signature_default(preprocess.Parser,
-                                            'min_resize_value')))
+        **peer_model.signature_default(preprocess.Parser,
+                                       'min_resize_value')))
     with self.assertRaisesRegex(ValueError, 'schedules.LinearWarmup.warmup'):
       gin_config.binding('schedules.LinearWarmup.warmup_steps')
     # gin.REQUIRED is no default.
     self.assertEqual(
-        peer_config_lib.signature_default(preprocess.Parser, 'crop_size'), {})
+        peer_model.signature_default(preprocess.Parser, 'crop_size'), {})
 
 
 class PeerDataConfigTest(testing_utils.TinyDataTestCase):

@@ -28,6 +28,10 @@ class RunnerTest(testing_utils.TinyDataTestCase):
                  self.create_tempdir().full_path, train_steps=2,
                  warmup_steps=1)
 
+  def test_unknown_trainer_of_time_to_miou_raises(self):
+    with self.assertRaisesRegex(ValueError, "Unknown trainer 'keras'"):
+      runner.run_time_to_miou('keras', [], [], '/tmp/unused', 0.9, 10)
+
   def test_binary_needs_a_model_dir(self):
     process = _runner(['--gin_file=experiments/quickstart.gin'])
     self.assertNotEqual(process.returncode, 0)

@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.data import split_metadata
+from official_seg.runtime import config_checks
+from official_seg.runtime import experiment
 from tests import testing_utils
 
 _TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
@@ -99,14 +101,51 @@ class ReliabilityTest(tf.test.TestCase):
     self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
                      os.path.join(self.model_dir, 'model.ckpt-6'))
 
+  def test_label_value_of_no_class_names_the_example(self):
+    # A failed data check (a tf.debugging.Assert in the input pipeline) as
+    # the user meets it: exit 1 and one line naming the example. Shards made
+    # elsewhere have no metadata, so the check before the run cannot see it.
+    for split in ('train', 'val'):
+      os.remove(split_metadata.path(self.data_dir, split))
+    failed = _run(self.model_dir, self._bindings(2, _BACKGROUND_ONLY),
+                  mode='train')
+    self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
+    self.assertRegex(failed.stderr,
+                     r'Error: Label map of example synthetic_\d+_\d+\.png has values')
+    self.assertNotIn('Traceback', failed.stderr)
+
+
+# Every synthetic image has at least one shape (class 1-3): declaring
+# background only makes every image invalid, whichever ones are read.
+_BACKGROUND_ONLY = ('NUM_CLASSES = 1', "CLASS_NAMES = ['background']")
+
+
+class InProcessFaultsTest(testing_utils.TinyDataTestCase):
+  """Faults whose report is the library's: `experiment.run` in this process.
+
+  The binary maps these exceptions to its exit status and one line
+  (tests/train_and_eval_test.py and the process test above show that path).
+  """
+
+  num_train = 6
+  num_val = 3
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+
+  def _run(self, train_steps, extra=()):
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps, extra=[
+        'build_run_config.keep_checkpoint_max = 20', *extra])
+    return experiment.run('train', self.model_dir)
+
   def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(self):
-    first = _run(self.model_dir, self._bindings(3), mode='train')
-    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    self._run(3)
     # A zero stddev divides the images by zero: the loss is NaN from here on.
-    broken = _run(self.model_dir, self._bindings(
-        6, ['Parser.stddev_rgb = [0.0, 0.0, 0.0]']), mode='train')
-    self.assertNotEqual(broken.returncode, 0)
-    self.assertRegex(broken.stderr, r'(?s)NaN or Inf at global step.*\b3\b')
+    with self.assertRaises(tf.errors.InvalidArgumentError) as caught:
+      self._run(6, ['Parser.stddev_rgb = [0.0, 0.0, 0.0]'])
+    self.assertRegex(experiment.failed_check(caught.exception),
+                     r'(?s)NaN or Inf at global step.*\b3\b')
     latest = tf.train.latest_checkpoint(self.model_dir)
     self.assertEqual(latest, os.path.join(self.model_dir, 'model.ckpt-3'))
     reader = tf.train.load_checkpoint(latest)
@@ -125,52 +164,39 @@ class ReliabilityTest(tf.test.TestCase):
 
   def test_corrupt_shard_is_named_or_skipped(self):
     shard = self._corrupt_first_train_shard()
-    failed = _run(self.model_dir, self._bindings(2), mode='train')
-    self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
-    self.assertIn(f'Corrupt TFRecord shard(s): {shard}', failed.stderr)
-    self.assertIn('build_dataset.skip_corrupt = True', failed.stderr)
+    with self.assertRaises(experiment.USER_ERRORS) as caught:
+      self._run(2)
+    self.assertIn(f'Corrupt TFRecord shard(s): {shard}', str(caught.exception))
+    self.assertIn('build_dataset.skip_corrupt = True', str(caught.exception))
 
-    skipped = _run(self.model_dir, self._bindings(
-        2, ['build_dataset.skip_corrupt = True']), mode='train')
-    self.assertEqual(skipped.returncode, 0, skipped.stderr[-3000:])
-    self.assertIn('corrupted record', skipped.stderr)
+    # TensorFlow's C++ runtime reports the skipped record on file descriptor 2.
+    with testing_utils.captured_stderr_fd() as stderr:
+      self._run(2, ['build_dataset.skip_corrupt = True'])
+    self.assertIn('corrupted record', stderr.text)
     self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
                      os.path.join(self.model_dir, 'model.ckpt-2'))
 
-  def test_label_value_of_no_class_names_the_example(self):
-    # Every synthetic image has at least one shape (class 1-3): declaring
-    # background only makes every image invalid, whichever ones are read.
-    background_only = self._bindings(2, [
-        'NUM_CLASSES = 1', "CLASS_NAMES = ['background']"])
+  def test_label_value_of_no_class_is_refused_before_any_work(self):
     # With the writer's metadata, the run stops before building anything.
-    failed = _run(self.model_dir, background_only, mode='train')
-    self.assertEqual(failed.returncode, 2, failed.stderr[-3000:])
+    with self.assertRaises(config_checks.ConfigurationError) as caught:
+      self._run(2, _BACKGROUND_ONLY)
     self.assertIn("NUM_CLASSES = 1, but the labels of split 'train' go up to "
-                  'class', failed.stderr)
-    # Shards made elsewhere, without metadata: the input pipeline's own
-    # check names the example.
-    for split in ('train', 'val'):
-      os.remove(split_metadata.path(self.data_dir, split))
-    failed = _run(self.model_dir, background_only, mode='train')
-    self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
-    self.assertRegex(failed.stderr,
-                     r'Error: Label map of example synthetic_\d+_\d+\.png has values')
-    self.assertNotIn('Traceback', failed.stderr)
+                  'class', str(caught.exception))
+    self.assertFalse(tf.io.gfile.exists(
+        os.path.join(self.model_dir, 'checkpoint')))
 
   def test_incompatible_checkpoint_in_model_dir_says_so(self):
-    first = _run(self.model_dir, self._bindings(2), mode='train')
-    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
-    other = _run(self.model_dir, self._bindings(4, [
-        'NUM_CLASSES = 5',
-        "CLASS_NAMES = ['background', 'disk', 'box', 'triangle', 'star']"]),
-                 mode='train')
-    self.assertEqual(other.returncode, 1, other.stderr[-3000:])
-    self.assertIn('was written by another configuration', other.stderr)
+    self._run(2)
+    with self.assertRaises(experiment.USER_ERRORS) as caught:
+      self._run(4, [
+          'NUM_CLASSES = 5',
+          "CLASS_NAMES = ['background', 'disk', 'box', 'triangle', 'star']"])
+    message = str(caught.exception)
+    self.assertIn('was written by another configuration', message)
     self.assertIn('segmentation_output/kernel (checkpoint [1, 1, 16, 4], '
-                  'model [1, 1, 16, 5])', other.stderr)
-    self.assertIn('new --model_dir', other.stderr)
-    self.assertIn('INIT_CHECKPOINT', other.stderr)
-    self.assertNotIn('Traceback', other.stderr)
+                  'model [1, 1, 16, 5])', message)
+    self.assertIn('new --model_dir', message)
+    self.assertIn('INIT_CHECKPOINT', message)
 
 
 if __name__ == '__main__':

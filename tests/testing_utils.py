@@ -1,9 +1,11 @@
 """Shared test helpers: tiny synthetic shards and a tiny quickstart config."""
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import gin
 import numpy as np
@@ -110,6 +112,33 @@ def run_binary(model_dir, bindings, mode='train_and_eval', **kwargs):
   return subprocess.run(binary_command(model_dir, bindings, mode, **kwargs),
                         cwd=REPO, capture_output=True, text=True,
                         timeout=BINARY_TIMEOUT_SECS, check=False)
+
+
+class Captured:
+  """What a `captured_stderr_fd` block wrote, in `text` once it has ended."""
+  text = ''
+
+
+@contextlib.contextmanager
+def captured_stderr_fd():
+  """Captures file descriptor 2, where TensorFlow's C++ runtime logs.
+
+  Yields:
+    A `Captured`, whose `text` holds what was written once the block ends.
+  """
+  captured = Captured()
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile('w+') as sink:
+    os.dup2(sink.fileno(), 2)
+    try:
+      yield captured
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      sink.seek(0)
+      captured.text = sink.read()
 
 
 def make_input_fn(is_training):

@@ -50,8 +50,7 @@ def colour_map(source, class_names, colours, ignore_label, palette,
     A `ColourMap`.
 
   Raises:
-    DatasetError: two classes share a colour (with 'error'), or
-      `ignore_label` is a class while ignore colours are given elsewhere.
+    DatasetError: two classes share a colour (with 'error').
   """
   colours = np.asarray(colours, np.int64).reshape(-1, 3)
   ignore = np.asarray(ignore_colours, np.int64).reshape(-1, 3)
@@ -75,9 +74,22 @@ def colour_map(source, class_names, colours, ignore_label, palette,
                    ignore_label, palette)
 
 
+def _read_text(path):
+  """The text of a palette file.
+
+  Raises:
+    DatasetError: missing, unreadable or not UTF-8; names the file.
+  """
+  try:
+    with open(path, encoding='utf-8') as f:
+      return f.read()
+  except (OSError, UnicodeDecodeError) as e:
+    raise DatasetError(f'{path}:1: cannot read the palette: {e}') from None
+
+
 def _line_of(text, key):
   """The 1-based line of `text` where the JSON key `key` first appears."""
-  needle = json.dumps(key)
+  needle = json.dumps(key, ensure_ascii=False)
   for number, line in enumerate(text.splitlines(), 1):
     if needle in line:
       return number
@@ -116,8 +128,7 @@ def read_json(path, ignore_label=255):
     DatasetError: unreadable, not an object of [r, g, b], a class given
       twice, or two classes of one colour; the message names file and line.
   """
-  with open(path, encoding='utf-8') as f:
-    text = f.read()
+  text = _read_text(path)
   try:
     classes = json.loads(text, object_pairs_hook=_unique_keys)
   except json.JSONDecodeError as e:
@@ -166,22 +177,21 @@ def read_cvat_labelmap(path, ignore_label=255):
       two labels of one colour, or no label; the message names file and line.
   """
   names, colours, lines = [], [], {}
-  with open(path, encoding='utf-8') as f:
-    for number, line in enumerate(f, 1):
-      line = line.strip()
-      if not line or line.startswith('#'):
-        continue
-      name, colour = _labelmap_entry(line)
-      if colour is None:
-        raise DatasetError(
-            f'{path}:{number}: {line!r} is not label:r,g,b:parts:actions with '
-            'r, g and b integers in 0-255.')
-      if name in lines:
-        raise DatasetError(f'{path}:{number}: label {name!r} is already given '
-                           f'on line {lines[name]}; give each label once.')
-      lines[name] = number
-      names.append(name)
-      colours.append(colour)
+  for number, line in enumerate(_read_text(path).splitlines(), 1):
+    line = line.strip()
+    if not line or line.startswith('#'):
+      continue
+    name, colour = _labelmap_entry(line)
+    if colour is None:
+      raise DatasetError(
+          f'{path}:{number}: {line!r} is not label:r,g,b:parts:actions with '
+          'r, g and b integers in 0-255.')
+    if name in lines:
+      raise DatasetError(f'{path}:{number}: label {name!r} is already given '
+                         f'on line {lines[name]}; give each label once.')
+    lines[name] = number
+    names.append(name)
+    colours.append(colour)
   if not names:
     raise DatasetError(f'{path}:1: no label lines (label:r,g,b:parts:actions); '
                        "is this CVAT's labelmap.txt?")

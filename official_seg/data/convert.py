@@ -232,6 +232,6 @@ def dataset_gin_text(colours, data_dir, splits):
       f'EVAL_CROP_SIZE = [{height}, {width}]',
   ]
   if train == evaluate:
-    lines.insert(2, f'# Only split {train!r}: evaluation reads the training '
-                 'images; convert a val split for a fair score.')
+    lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
+                  '# images; convert a val split for a fair score.']
   return '\n'.join(lines) + '\n'

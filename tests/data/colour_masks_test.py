@@ -85,6 +85,8 @@ class ReadPaletteTest(tf.test.TestCase, parameterized.TestCase):
        r":3: class 'b' has colour \[1, 2, 300\]"),
       ('float', '{"a": [0, 0.5, 0]}', ":1: class 'a'"),
       ('twice', '{"a": [0, 0, 0], "a": [1, 1, 1]}', "class 'a' is given twice"),
+      ('unicode', '{\n "straße": [0, 0, 0],\n "größe": [1]\n}',
+       ":3: class 'größe'"),
       ('same_colour', '{"a": [0, 0, 0], "b": [0, 0, 0]}', 'same colour'))
   def test_bad_json_names_file_and_line(self, text, regex):
     path = _write(os.path.join(self.dir, 'p.json'), text)
@@ -92,6 +94,16 @@ class ReadPaletteTest(tf.test.TestCase, parameterized.TestCase):
       colour_masks.read_json(path)
     self.assertIn(path, str(raised.exception))
     self.assertNotIn('\n', str(raised.exception))
+
+  def test_unreadable_files(self):
+    missing = os.path.join(self.dir, 'gone.json')
+    with self.assertRaisesRegex(layouts.DatasetError, f'{missing}:1: cannot'):
+      colour_masks.read_json(missing)
+    binary = os.path.join(self.dir, 'labelmap.txt')
+    with open(binary, 'wb') as f:
+      f.write(b'\xff\xfe\x00bad')
+    with self.assertRaisesRegex(layouts.DatasetError, f'{binary}:1: cannot'):
+      colour_masks.read_cvat_labelmap(binary)
 
 
 class ToClassIdsTest(tf.test.TestCase):

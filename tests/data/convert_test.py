@@ -333,7 +333,7 @@ class ColourMaskTest(tf.test.TestCase):
         self.colours, 'gs://b/d',
         {'default': {'num_images': 3, 'max_height': 600, 'max_width': 513}})
     self.assertIn("TRAIN_SPLIT = 'default'\nEVAL_SPLIT = 'default'", text)
-    self.assertIn('evaluation reads the training images', text)
+    self.assertIn('evaluation reads the training\n# images', text)
     self.assertIn('CROP_SIZE = [513, 513]\nEVAL_CROP_SIZE = [609, 513]', text)
 
 

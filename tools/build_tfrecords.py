@@ -91,9 +91,7 @@ def _palette_colours():
         f'--palette={name}: neither a shipped palette '
         f'({", ".join(palettes.PALETTE_NAMES)}) nor a file (a .json of class '
         "colours, or CVAT's labelmap.txt).")
-  if name.lower().endswith('.json'):
-    return colour_masks.read_json(name, FLAGS.ignore_label)
-  return colour_masks.read_cvat_labelmap(name, FLAGS.ignore_label)
+  return colour_masks.read_palette_file(name, FLAGS.ignore_label)
 
 
 def _info(**facts):
@@ -130,31 +128,6 @@ def dataset(colours=None):
   return _info(num_classes=FLAGS.num_classes, ignore_label=FLAGS.ignore_label)
 
 
-def write_dataset_gin(colours):
-  """Writes <output_dir>/dataset.gin for the converted colour masks.
-
-  It names every split whose shards are there, these and earlier ones.
-
-  Returns:
-    str, the file's path.
-  """
-  # pylint: disable=g-import-not-at-top
-  from official_seg.data import convert
-  from official_seg.data import split_metadata
-  from official_seg.data import storage
-  # pylint: enable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  metadata = {}
-  pattern = split_metadata.path(FLAGS.output_dir, '*')
-  for path in sorted(tf.io.gfile.glob(pattern)):
-    split = os.path.basename(path)[:-len('-metadata.json')]
-    metadata[split] = split_metadata.read(FLAGS.output_dir, split)
-  path = os.path.join(FLAGS.output_dir, 'dataset.gin')
-  storage.write_whole(path, convert.dataset_gin_text(
-      colours, FLAGS.output_dir, metadata))
-  return path
-
-
 def convert_all(colours):
   """Converts each split, printing its summary; the written gin file's path."""
   from official_seg.data import convert  # pylint: disable=g-import-not-at-top
@@ -176,7 +149,7 @@ def convert_all(colours):
     print(convert.format_summary(summary, info))
     print(f'  {elapsed:.1f}s, {summary.num_images / elapsed:.1f} images/s '
           f'with {FLAGS.num_workers} workers')
-  return colours and write_dataset_gin(colours)
+  return colours and convert.write_dataset_gin(colours, FLAGS.output_dir)
 
 
 def main(argv):

@@ -198,6 +198,13 @@ def read_cvat_labelmap(path, ignore_label=255):
   return _user_map(path, names, colours, ignore_label)
 
 
+def read_palette_file(path, ignore_label=255):
+  """A `.json` palette (`read_json`), else CVAT's labelmap (`read_cvat_labelmap`)."""
+  if path.lower().endswith('.json'):
+    return read_json(path, ignore_label)
+  return read_cvat_labelmap(path, ignore_label)
+
+
 def _labelmap_entry(line):
   """(name, (r, g, b)) of a labelmap line, colour None when malformed."""
   fields = line.split(':')

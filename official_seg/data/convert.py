@@ -13,6 +13,7 @@ from official_seg.data import colour_masks
 from official_seg.data import encode
 from official_seg.data import layouts
 from official_seg.data import split_metadata
+from official_seg.data import storage
 from official_seg.data import tfexample
 
 # Shards of about this many source bytes; tf.data reads 100-200 MB files well.
@@ -235,3 +236,25 @@ def dataset_gin_text(colours, data_dir, splits):
     lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
                   '# images; convert a val split for a fair score.']
   return '\n'.join(lines) + '\n'
+
+
+def write_dataset_gin(colours, output_dir):
+  """Writes `<output_dir>/dataset.gin` (`dataset_gin_text`) for its shards.
+
+  Every split with a metadata file in `output_dir` is named, so converting
+  splits one run at a time keeps the earlier ones.
+
+  Args:
+    colours: `colour_masks.ColourMap`, the classes and palette.
+    output_dir: str, the folder of the shards.
+
+  Returns:
+    str, the path written.
+  """
+  metadata = {}
+  for path in sorted(tf.io.gfile.glob(split_metadata.path(output_dir, '*'))):
+    split = os.path.basename(path)[:-len('-metadata.json')]
+    metadata[split] = split_metadata.read(output_dir, split)
+  path = os.path.join(output_dir, 'dataset.gin')
+  storage.write_whole(path, dataset_gin_text(colours, output_dir, metadata))
+  return path

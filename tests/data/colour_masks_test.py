@@ -95,6 +95,15 @@ class ReadPaletteTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIn(path, str(raised.exception))
     self.assertNotIn('\n', str(raised.exception))
 
+  def test_a_json_file_is_json_any_other_a_labelmap(self):
+    json_path = _write(os.path.join(self.dir, 'C.JSON'), '{"a": [1, 2, 3]}')
+    self.assertEqual(colour_masks.read_palette_file(json_path).class_names,
+                     ('a',))
+    txt = _write(os.path.join(self.dir, 'labels'), _LABELMAP)
+    self.assertEqual(colour_masks.read_palette_file(txt, 0).class_names,
+                     tuple(_CLASSES))
+    self.assertEqual(colour_masks.read_palette_file(txt, 0).ignore_label, 0)
+
   def test_unreadable_files(self):
     missing = os.path.join(self.dir, 'gone.json')
     with self.assertRaisesRegex(layouts.DatasetError, f'{missing}:1: cannot'):

@@ -309,11 +309,13 @@ class ColourMaskTest(tf.test.TestCase):
   def test_written_gin_file_parses_into_the_dataset(self):
     self._folder({'a': _MASK_COLOURS[self.rng.integers(0, 3, (40, 70))]})
     self._convert('train')
+    path = convert.write_dataset_gin(self.colours, self.out)
+    with open(path) as f:
+      self.assertIn("EVAL_SPLIT = 'train'", f.read())
+    # A later run of another split rewrites the file with both.
     self._convert('val')
-    metadata = {s: split_metadata.read(self.out, s) for s in ('train', 'val')}
-    path = os.path.join(self.root, 'dataset.gin')
-    with open(path, 'w') as f:
-      f.write(convert.dataset_gin_text(self.colours, self.out, metadata))
+    self.assertEqual(convert.write_dataset_gin(self.colours, self.out), path)
+    self.assertEqual(path, os.path.join(self.out, 'dataset.gin'))
     info = gin_config.read_dataset([path])
     self.assertEqual(info, dataset_info.DatasetInfo(
         num_classes=3, class_names=['background', 'car', 'road'],

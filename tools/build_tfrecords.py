@@ -96,11 +96,13 @@ def _palette_colours():
 
 def _info(**facts):
   """`DatasetInfo(**facts)`; its refusal of the facts is a bad input."""
-  from official_seg.data import dataset_info  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.data import dataset_info
   try:
     return dataset_info.DatasetInfo(**facts)
   except ValueError as e:
-    raise _BadInput(f'--num_classes, --ignore_label or --palette: {e}') from None
+    raise _BadInput(
+        f'--num_classes, --ignore_label or --palette: {e}') from None
 
 
 def dataset(colours=None):
@@ -110,7 +112,8 @@ def dataset(colours=None):
     _BadInput: no such --dataset_gin; the folders layout without
       --dataset_gin, --num_classes or --palette; facts DatasetInfo refuses.
   """
-  from official_seg.runtime import gin_config  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.runtime import gin_config
   if colours is not None:
     return _info(num_classes=len(colours.class_names),
                  class_names=colours.class_names,

@@ -1,4 +1,4 @@
-"""Colour-mask labels: palettes from JSON or CVAT's labelmap.txt, colours to class ids."""
+"""Colour-mask labels: palette files (JSON, CVAT labelmap), colours to ids."""
 
 import collections
 import json
@@ -27,7 +27,7 @@ ColourMap = collections.namedtuple(
 
 
 def pack(rgb):
-  """Packs uint8 [..., 3] colours into int64 [...] keys r * 65536 + g * 256 + b."""
+  """Packs uint8 [..., 3] colours into int64 [...] keys r << 16 | g << 8 | b."""
   rgb = np.asarray(rgb, np.int64)
   return (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
 
@@ -70,8 +70,8 @@ def colour_map(source, class_names, colours, ignore_label, palette,
   ignore = [c for c in ignore if int(pack(c)) not in seen]
   all_colours = np.concatenate([colours[keep], np.reshape(ignore, (-1, 3))])
   ids = np.concatenate([keep, np.full(len(ignore), ignore_label, np.int64)])
-  return ColourMap(source, tuple(class_names), all_colours, ids.astype(np.int64),
-                   ignore_label, palette)
+  return ColourMap(source, tuple(class_names), all_colours,
+                   ids.astype(np.int64), ignore_label, palette)
 
 
 def _read_text(path):
@@ -137,8 +137,9 @@ def read_json(path, ignore_label=255):
   except DatasetError as e:
     raise DatasetError(f'{path}: {e}; give each class once.') from None
   if not isinstance(classes, dict) or not classes:
-    raise DatasetError(f'{path}:1: a palette is a JSON object '
-                       '{"class name": [r, g, b], ...} with at least one class.')
+    raise DatasetError(
+        f'{path}:1: a palette is a JSON object '
+        '{"class name": [r, g, b], ...} with at least one class.')
   colours = []
   for name, value in classes.items():
     colour = _checked_colour(value)
@@ -199,7 +200,7 @@ def read_cvat_labelmap(path, ignore_label=255):
 
 
 def read_palette_file(path, ignore_label=255):
-  """A `.json` palette (`read_json`), else CVAT's labelmap (`read_cvat_labelmap`)."""
+  """A `.json` palette (`read_json`), else a CVAT labelmap.txt."""
   if path.lower().endswith('.json'):
     return read_json(path, ignore_label)
   return read_cvat_labelmap(path, ignore_label)
@@ -276,7 +277,8 @@ def read_colour_label(path, colours, unknown_to_ignore=False):
   Raises:
     DatasetError: unreadable, translucent, or colours of no class.
   """
-  _, label = encode._open_fully(path, 'label')  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  _, label = encode._open_fully(path, 'label')
   if label.mode not in _COLOUR_MODES:
     return encode.read_label(path)
   rgba = np.asarray(label.convert('RGBA'))

@@ -194,7 +194,7 @@ DEFAULT_CROP = 513
 
 
 def _crop_side(largest):
-  """The least 16k + 1 (DeepLab's crop sizes: 513, 769) of at least `largest`."""
+  """The least 16k + 1 (as DeepLab's 513, 769) of at least `largest`."""
   return 16 * math.ceil(max(largest - 1, 0) / 16) + 1
 
 

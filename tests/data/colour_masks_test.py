@@ -1,4 +1,4 @@
-"""Colour masks: palette files, colours to class ids, and the labels around them."""
+"""Colour masks: palette files, colours to class ids, the labels around them."""
 
 import json
 import os

@@ -4,6 +4,10 @@
     --input_dir=/data/VOCdevkit/VOC2012 --output_dir=data/pascal_voc
   python tools/build_tfrecords.py --layout=folders --image_dir=imgs \
     --label_dir=masks --dataset_gin=my_dataset.gin --output_dir=data/mine
+  python tools/build_tfrecords.py --layout=folders --image_dir=imgs \
+    --label_dir=colour_masks --palette=labelmap.txt --output_dir=data/mine
+
+Bad data or flags print one line naming the file or flag and exit with 2.
 """
 
 import os
@@ -42,55 +46,129 @@ flags.DEFINE_string('dataset_gin', None,
 flags.DEFINE_integer('num_classes', None,
                      'folders without --dataset_gin: number of classes.')
 flags.DEFINE_integer('ignore_label', 255,
-                     'folders without --dataset_gin: the ignore label.')
+                     'folders without --dataset_gin, or a --palette file: '
+                     'the ignore label.')
+flags.DEFINE_string(
+    'palette', None,
+    'Labels are colour masks (RGB or RGBA PNGs) with these colours: a shipped '
+    'dataset\'s palette by name (pascal_voc, cityscapes, ade20k), a JSON file '
+    '{"class name": [r, g, b], ...} or CVAT\'s labelmap.txt. The classes come '
+    'from it, and <output_dir>/dataset.gin is written for them. Palette '
+    '(mode P) and grey PNGs still read as class ids.')
+flags.DEFINE_bool('unknown_colours_to_ignore', False,
+                  'With --palette: colours of no class become the ignore '
+                  'label instead of an error.')
 flags.mark_flags_as_required(['layout', 'output_dir'])
 FLAGS = flags.FLAGS
 
 
-def dataset():
-  """The `DatasetInfo` of --dataset_gin, the layout's file, or the flags.
+class _BadInput(Exception):
+  """A flag or file at fault; the message names it."""
+
+
+def _palette_colours():
+  """The `colour_masks.ColourMap` of --palette: a shipped name or a file.
 
   Raises:
-    app.UsageError: the folders layout without --dataset_gin or
-      --num_classes.
+    _BadInput: neither a shipped palette nor a file, or --palette together
+      with flags it replaces.
   """
   # pylint: disable=g-import-not-at-top
-  from official_seg.data import dataset_info
+  from official_seg.data import colour_masks
+  from official_seg.data import palettes
   from official_seg.runtime import gin_config
   # pylint: enable=g-import-not-at-top
+  if FLAGS.dataset_gin or FLAGS.layout == 'cityscapes':
+    raise _BadInput(
+        '--palette gives the classes, so it takes neither --dataset_gin nor '
+        '--layout=cityscapes (whose labelIds PNGs need no palette).')
+  name = FLAGS.palette
+  if name in palettes.PALETTE_NAMES:
+    info = gin_config.read_dataset([f'datasets/{name}.gin'])
+    return palettes.mask_colours(name, info)
+  if not os.path.isfile(name):
+    raise _BadInput(
+        f'--palette={name}: neither a shipped palette '
+        f'({", ".join(palettes.PALETTE_NAMES)}) nor a file (a .json of class '
+        "colours, or CVAT's labelmap.txt).")
+  return colour_masks.read_palette_file(name, FLAGS.ignore_label)
+
+
+def _info(**facts):
+  """`DatasetInfo(**facts)`; its refusal of the facts is a bad input."""
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.data import dataset_info
+  try:
+    return dataset_info.DatasetInfo(**facts)
+  except ValueError as e:
+    raise _BadInput(
+        f'--num_classes, --ignore_label or --palette: {e}') from None
+
+
+def dataset(colours=None):
+  """The `DatasetInfo` of the palette, --dataset_gin, the layout's, or flags.
+
+  Raises:
+    _BadInput: no such --dataset_gin; the folders layout without
+      --dataset_gin, --num_classes or --palette; facts DatasetInfo refuses.
+  """
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.runtime import gin_config
+  if colours is not None:
+    return _info(num_classes=len(colours.class_names),
+                 class_names=colours.class_names,
+                 ignore_label=colours.ignore_label, palette=colours.palette,
+                 data_dir=FLAGS.output_dir)
   gin_file = FLAGS.dataset_gin or layouts.LAYOUT_GIN_FILES.get(FLAGS.layout)
   if gin_file:
-    return gin_config.read_dataset([gin_file])
+    try:
+      return gin_config.read_dataset([gin_file])
+    except FileNotFoundError as e:
+      raise _BadInput(f'--dataset_gin: {e}') from None
   if FLAGS.num_classes is None:
-    raise app.UsageError('--layout=folders needs --dataset_gin or '
-                         '--num_classes (and --ignore_label).')
-  return dataset_info.DatasetInfo(num_classes=FLAGS.num_classes,
-                                  ignore_label=FLAGS.ignore_label)
+    raise _BadInput('--layout=folders needs --dataset_gin, --palette or '
+                    '--num_classes (and --ignore_label).')
+  return _info(num_classes=FLAGS.num_classes, ignore_label=FLAGS.ignore_label)
 
 
-def main(argv):
-  del argv  # Unused.
+def convert_all(colours):
+  """Converts each split, printing its summary; the written gin file's path."""
   from official_seg.data import convert  # pylint: disable=g-import-not-at-top
-  info = dataset()
+  info = dataset(colours)
   lookup = layouts.layout_lookup(FLAGS.layout, info.num_classes,
                                  info.ignore_label)
   valid_text = convert.valid_label_text(FLAGS.layout, info)
+  splits = FLAGS.splits or ['train', 'val']
+  for split in splits:
+    start = time.time()
+    pairs = layouts.find_pairs(
+        FLAGS.layout, split, FLAGS.input_dir, FLAGS.image_dir,
+        FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
+    summary = convert.convert_split(
+        pairs, FLAGS.output_dir, split, lookup, valid_text, FLAGS.num_shards,
+        FLAGS.num_workers, FLAGS.overwrite, colours=colours,
+        unknown_to_ignore=FLAGS.unknown_colours_to_ignore)
+    elapsed = time.time() - start
+    print(convert.format_summary(summary, info))
+    print(f'  {elapsed:.1f}s, {summary.num_images / elapsed:.1f} images/s '
+          f'with {FLAGS.num_workers} workers')
+  return colours and convert.write_dataset_gin(colours, FLAGS.output_dir)
+
+
+def main(argv):
+  if argv[1:]:
+    print(f'build_tfrecords: unexpected arguments {argv[1:]}', file=sys.stderr)
+    return 2
   try:
-    for split in FLAGS.splits or ['train', 'val']:
-      start = time.time()
-      pairs = layouts.find_pairs(
-          FLAGS.layout, split, FLAGS.input_dir, FLAGS.image_dir,
-          FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
-      summary = convert.convert_split(
-          pairs, FLAGS.output_dir, split, lookup, valid_text, FLAGS.num_shards,
-          FLAGS.num_workers, FLAGS.overwrite)
-      elapsed = time.time() - start
-      print(convert.format_summary(summary, info))
-      print(f'  {elapsed:.1f}s, {summary.num_images / elapsed:.1f} images/s '
-            f'with {FLAGS.num_workers} workers')
-  except layouts.DatasetError as e:
+    colours = _palette_colours() if FLAGS.palette else None
+    gin_path = convert_all(colours)
+  except (_BadInput, layouts.DatasetError) as e:
     print(f'build_tfrecords: {e}', file=sys.stderr)
-    return 1
+    return 2
+  if gin_path:
+    print(f'Wrote {gin_path}; train with\n  train_and_eval '
+          f'--gin_file=gin/experiments/quickstart.gin --gin_file={gin_path} '
+          '--model_dir=/tmp/mine')
   return 0
 
 

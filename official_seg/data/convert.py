@@ -9,9 +9,11 @@ import os
 import tensorflow as tf
 import tqdm
 
+from official_seg.data import colour_masks
 from official_seg.data import encode
 from official_seg.data import layouts
 from official_seg.data import split_metadata
+from official_seg.data import storage
 from official_seg.data import tfexample
 
 # Shards of about this many source bytes; tf.data reads 100-200 MB files well.
@@ -53,7 +55,7 @@ def _encoded(pairs, encode_fn, num_workers):
     yield from map(encode_fn, pairs)
     return
   context = multiprocessing.get_context('forkserver')
-  context.set_forkserver_preload([encode.__name__])
+  context.set_forkserver_preload([encode.__name__, colour_masks.__name__])
   with context.Pool(num_workers) as pool:
     yield from pool.imap(encode_fn, pairs, chunksize=4)
 
@@ -78,7 +80,8 @@ def clear_shards(output_dir, split, overwrite):
 
 
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
-                  num_workers=1, overwrite=False, progress=True):
+                  num_workers=1, overwrite=False, progress=True, colours=None,
+                  unknown_to_ignore=False):
   """Encodes and writes the pairs of one split as DeepLab shards.
 
   The split's `split_metadata` file is written from the encoded pairs, after
@@ -94,6 +97,9 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
     num_workers: int, encoding processes; 1 encodes in this process.
     overwrite: bool, replace existing shards of the split.
     progress: bool, show a progress bar on stderr.
+    colours: optional `colour_masks.ColourMap`: RGB(A) labels are colour
+      masks of these classes; without it they are an error.
+    unknown_to_ignore: bool, colours of no class become the ignore label.
 
   Returns:
     A `SplitSummary`.
@@ -104,8 +110,9 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
   """
   num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
   clear_shards(output_dir, split, overwrite)
-  encode_fn = functools.partial(encode.encode_pair, lookup=lookup,
-                                valid_text=valid_text)
+  encode_fn = functools.partial(
+      colour_masks.encode_pair, lookup=lookup, valid_text=valid_text,
+      colours=colours, unknown_to_ignore=unknown_to_ignore)
   tally = split_metadata.Tally()
 
   def examples():
@@ -179,3 +186,75 @@ def format_summary(summary, info):
     lines.append(f'  {value:>4} {name:<24} {pixels:>14,} '
                  f'{100 * pixels / total:>6.2f}%')
   return '\n'.join(lines)
+
+
+# DeepLab's training crop; the written gin file uses it unless every image is
+# smaller.
+DEFAULT_CROP = 513
+
+
+def _crop_side(largest):
+  """The least 16k + 1 (as DeepLab's 513, 769) of at least `largest`."""
+  return 16 * math.ceil(max(largest - 1, 0) / 16) + 1
+
+
+def dataset_gin_text(colours, data_dir, splits):
+  """A dataset gin file for shards converted from colour masks.
+
+  Args:
+    colours: `colour_masks.ColourMap`, the classes and palette.
+    data_dir: str, the folder of the shards.
+    splits: dict of split name to its `split_metadata` dict, in order.
+
+  Returns:
+    str, gin text setting the dataset macros, `DatasetInfo.palette` and the
+    crop sizes (EVAL_CROP_SIZE covers the largest image of `splits`).
+  """
+  names = list(splits)
+  train = 'train' if 'train' in splits else names[0]
+  evaluate = 'val' if 'val' in splits else names[-1]
+  height = _crop_side(max(m['max_height'] for m in splits.values()))
+  width = _crop_side(max(m['max_width'] for m in splits.values()))
+  sizes = {name: m['num_images'] for name, m in splits.items()}
+  lines = [
+      f'# Written by tools/build_tfrecords.py from {colours.source}.',
+      'import official_seg.data.dataset_info',
+      '',
+      f'NUM_CLASSES = {len(colours.class_names)}',
+      f'CLASS_NAMES = {list(colours.class_names)!r}',
+      f'IGNORE_LABEL = {colours.ignore_label}',
+      f'DATA_DIR = {data_dir!r}',
+      f'TRAIN_SPLIT = {train!r}',
+      f'EVAL_SPLIT = {evaluate!r}',
+      f'SPLIT_SIZES = {sizes!r}',
+      f'DatasetInfo.palette = {colours.palette!r}',
+      '# Evaluation pads each image to EVAL_CROP_SIZE: at least the largest.',
+      f'CROP_SIZE = [{min(DEFAULT_CROP, height)}, {min(DEFAULT_CROP, width)}]',
+      f'EVAL_CROP_SIZE = [{height}, {width}]',
+  ]
+  if train == evaluate:
+    lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
+                  '# images; convert a val split for a fair score.']
+  return '\n'.join(lines) + '\n'
+
+
+def write_dataset_gin(colours, output_dir):
+  """Writes `<output_dir>/dataset.gin` (`dataset_gin_text`) for its shards.
+
+  Every split with a metadata file in `output_dir` is named, so converting
+  splits one run at a time keeps the earlier ones.
+
+  Args:
+    colours: `colour_masks.ColourMap`, the classes and palette.
+    output_dir: str, the folder of the shards.
+
+  Returns:
+    str, the path written.
+  """
+  metadata = {}
+  for path in sorted(tf.io.gfile.glob(split_metadata.path(output_dir, '*'))):
+    split = os.path.basename(path)[:-len('-metadata.json')]
+    metadata[split] = split_metadata.read(output_dir, split)
+  path = os.path.join(output_dir, 'dataset.gin')
+  storage.write_whole(path, dataset_gin_text(colours, output_dir, metadata))
+  return path

@@ -8,11 +8,13 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.data import colour_masks
 from official_seg.data import convert
 from official_seg.data import dataset_info
 from official_seg.data import layouts
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
+from official_seg.runtime import gin_config
 
 # VOC's colour map for the indices used here: the palette colour of index 1
 # is dark red, whose grey value (38) is no class, so reading RGB would fail.
@@ -225,6 +227,116 @@ class ConvertLayoutsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIn('val: 1 images in 1 shards', text)
     self.assertIn('expects 1449 images', text)
     self.assertRegex(text, rf'255 ignore\s+{(labels["c"] == 255).sum()} ')
+
+
+# Class colours of a colour-mask dataset, and the NumPy reference of its ids.
+_MASK_COLOURS = np.array([[0, 0, 0], [250, 50, 83], [51, 221, 255]], np.uint8)
+
+
+def _reference_ids(rgb):
+  """Class ids of a colour mask, pixel by pixel, 255 for any other colour."""
+  ids = np.full(rgb.shape[:2], 255, np.int64)
+  for class_id, colour in enumerate(_MASK_COLOURS):
+    ids[(rgb == colour).all(axis=-1)] = class_id
+  return ids
+
+
+class ColourMaskTest(tf.test.TestCase):
+  """A folder of colour masks to records, and its dataset gin file."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.root = self.create_tempdir().full_path
+    self.out = os.path.join(self.root, 'out')
+    self.rng = np.random.default_rng(5)
+    self.colours = colour_masks.colour_map(
+        'test palette', ['background', 'car', 'road'], _MASK_COLOURS, 255,
+        _MASK_COLOURS.tolist(), ignore_colours=[[224, 224, 192]])
+
+  def _folder(self, masks):
+    for name, mask in masks.items():
+      _save(os.path.join(self.root, 'img', f'{name}.png'),
+            _image(self.rng, *mask.shape[:2]))
+      _save(os.path.join(self.root, 'mask', f'{name}.png'), mask,
+            'P' if mask.ndim == 2 else None, mask.ndim == 2)
+
+  def _convert(self, split='train', workers=1, unknown_to_ignore=False):
+    pairs = layouts.find_pairs('folders', split,
+                               image_dir=os.path.join(self.root, 'img'),
+                               label_dir=os.path.join(self.root, 'mask'))
+    return convert.convert_split(
+        pairs, self.out, split, layouts.label_lookup(3, 255), 'classes 0-2',
+        num_shards=2, num_workers=workers, progress=False,
+        colours=self.colours, unknown_to_ignore=unknown_to_ignore)
+
+  def test_colour_masks_and_palette_pngs_in_one_split(self):
+    colour = np.concatenate([_MASK_COLOURS, [[224, 224, 192]]]).astype(
+        np.uint8)[self.rng.integers(0, 4, (21, 30))]
+    indices = self.rng.choice(np.array([0, 1, 2, 255], np.uint8), (17, 25))
+    self._folder({'a': colour, 'b': indices})
+    for workers in (1, 2):
+      summary = self._convert(f'w{workers}' if workers > 1 else 'train',
+                              workers)
+    records = _read_split(self.out, 'train')
+    self.assertAllEqual(records['a.png']['label'][..., 0],
+                        np.where((colour == [224, 224, 192]).all(-1), 255,
+                                 _reference_ids(colour)))
+    # The palette PNG is read by index, not by the colours it shows.
+    self.assertAllEqual(records['b.png']['label'][..., 0], indices)
+    two = _read_split(self.out, 'w2')
+    for name in records:
+      self.assertAllEqual(two[name]['label'], records[name]['label'])
+    self.assertEqual(summary.num_images, 2)
+
+  def test_unknown_colour_stops_or_is_ignored(self):
+    mask = _MASK_COLOURS[self.rng.integers(0, 3, (10, 12))]
+    mask[2, 3:7] = (9, 8, 7)
+    self._folder({'a': mask})
+    path = os.path.join(self.root, 'mask', 'a.png')
+    with self.assertRaisesRegex(
+        layouts.DatasetError,
+        rf'Label {path} has colours of no class of test palette: '
+        r'\(9, 8, 7\) in 4 pixels\.'):
+      self._convert()
+    self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
+                                                              'train')))
+    self._convert(unknown_to_ignore=True)
+    label = _read_split(self.out, 'train')['a.png']['label'][..., 0]
+    self.assertAllEqual(label, _reference_ids(mask))
+    self.assertAllEqual(label[2, 3:7], [255] * 4)
+
+  def test_written_gin_file_parses_into_the_dataset(self):
+    self._folder({'a': _MASK_COLOURS[self.rng.integers(0, 3, (40, 70))]})
+    self._convert('train')
+    path = convert.write_dataset_gin(self.colours, self.out)
+    with open(path) as f:
+      self.assertIn("EVAL_SPLIT = 'train'", f.read())
+    # A later run of another split rewrites the file with both.
+    self._convert('val')
+    self.assertEqual(convert.write_dataset_gin(self.colours, self.out), path)
+    self.assertEqual(path, os.path.join(self.out, 'dataset.gin'))
+    info = gin_config.read_dataset([path])
+    self.assertEqual(info, dataset_info.DatasetInfo(
+        num_classes=3, class_names=['background', 'car', 'road'],
+        ignore_label=255, palette=_MASK_COLOURS.tolist(), data_dir=self.out,
+        train_split='train', eval_split='val',
+        split_sizes={'train': 1, 'val': 1}))
+    # An experiment on top: the crops cover the largest image, 16k + 1.
+    gin.clear_config()
+    gin_config.parse(['experiments/quickstart.gin', path], [], finalize=False)
+    self.assertEqual(gin_config.binding('eval/Parser.crop_size'), [49, 81])
+    self.assertEqual(gin_config.binding('train/Parser.crop_size'), [49, 81])
+    self.assertEqual(dataset_info.DatasetInfo().palette,
+                     _MASK_COLOURS.tolist())
+
+  def test_one_split_evaluates_on_itself_and_says_so(self):
+    text = convert.dataset_gin_text(
+        self.colours, 'gs://b/d',
+        {'default': {'num_images': 3, 'max_height': 600, 'max_width': 513}})
+    self.assertIn("TRAIN_SPLIT = 'default'\nEVAL_SPLIT = 'default'", text)
+    self.assertIn('evaluation reads the training\n# images', text)
+    self.assertIn('CROP_SIZE = [513, 513]\nEVAL_CROP_SIZE = [609, 513]', text)
 
 
 def _save_list(path, names):

@@ -4,10 +4,12 @@ import os
 import subprocess
 import sys
 
+import gin
 import numpy as np
 import tensorflow as tf
 
 from official_seg.data import split_metadata
+from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests.data import convert_test
 
@@ -44,8 +46,11 @@ class ToolTest(tf.test.TestCase):
         split_metadata.read(f'{root}/out', 'train')['num_images'], 3)
     _save(os.path.join(root, 'mask', 'q.png'), np.full((20, 26), 9, np.uint8))
     result = self._run(*flags, '--overwrite')
-    self.assertEqual(result.returncode, 1)
-    self.assertIn(f'{root}/mask/q.png', result.stderr)
+    self.assertEqual(result.returncode, 2)
+    errors = [line for line in result.stderr.splitlines()
+              if line.startswith('build_tfrecords:')]
+    self.assertLen(errors, 1, result.stderr)
+    self.assertIn(f'{root}/mask/q.png has values [9]', errors[0])
 
   def test_a_dataset_gin_of_macros_only(self):
     root = self.create_tempdir().full_path
@@ -74,8 +79,37 @@ class ToolTest(tf.test.TestCase):
     root = self.create_tempdir().full_path
     result = self._run('--layout=folders', f'--image_dir={root}',
                        f'--label_dir={root}', f'--output_dir={root}/out')
-    self.assertNotEqual(result.returncode, 0)
-    self.assertIn('--dataset_gin or --num_classes', result.stderr)
+    self.assertEqual(result.returncode, 2)
+    self.assertIn('--dataset_gin, --palette or --num_classes', result.stderr)
+
+  def test_colour_masks_of_a_cvat_export_and_the_written_gin_file(self):
+    root = self.create_tempdir().full_path
+    rng = np.random.default_rng(4)
+    colours = np.array([[0, 0, 0], [250, 50, 83], [51, 221, 255]], np.uint8)
+    with open(os.path.join(root, 'labelmap.txt'), 'w') as f:
+      f.write('# label:color_rgb:parts:actions\nbackground:0,0,0::\n'
+              'car:250,50,83::\nroad:51,221,255::\n')
+    ids = {}
+    for name in ('p', 'q'):
+      ids[name] = rng.integers(0, 3, (20, 26))
+      _save(os.path.join(root, 'img', f'{name}.jpg'), _image(rng, 20, 26))
+      _save(os.path.join(root, 'mask', f'{name}.png'), colours[ids[name]])
+    out = os.path.join(root, 'out')
+    result = self._run('--layout=folders', f'--image_dir={root}/img',
+                       f'--label_dir={root}/mask', f'--output_dir={out}',
+                       f'--palette={root}/labelmap.txt', '--splits=train',
+                       '--num_workers=1')
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertRegex(result.stdout, r'1 car\s+[\d,]+')
+    self.assertIn(f'Wrote {out}/dataset.gin', result.stdout)
+    records = _read_split(out, 'train')
+    for name in ('p', 'q'):
+      self.assertAllEqual(records[f'{name}.jpg']['label'][..., 0], ids[name])
+    gin.clear_config()
+    info = gin_config.read_dataset([f'{out}/dataset.gin'])
+    self.assertEqual(info.class_names, ('background', 'car', 'road'))
+    self.assertEqual((info.data_dir, info.train_split), (out, 'train'))
+    self.assertEqual(info.palette, colours.tolist())
 
 
 if __name__ == '__main__':

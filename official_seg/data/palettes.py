@@ -5,6 +5,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
+
 PALETTE_NAMES = ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic')
 # Cityscapes' colours of the 19 train ids (cityscapesScripts' labels.py).
 _CITYSCAPES = (
@@ -92,7 +94,8 @@ def get_palette(name):
   named = {'cityscapes': _CITYSCAPES, 'ade20k': _ADE20K,
            'synthetic': _SYNTHETIC}
   if name not in named:
-    raise ValueError(f'Unknown palette {name!r}; use one of {PALETTE_NAMES}.')
+    raise validation.ConfigurationError(
+        f'Unknown palette {name!r}; use one of {PALETTE_NAMES}.')
   return _padded(named[name])
 
 
@@ -102,7 +105,7 @@ def _custom(colours):
   if (array.ndim != 2 or array.shape[1] != 3 or len(array) > 256
       or not np.issubdtype(array.dtype, np.integer)
       or array.min(initial=0) < 0 or array.max(initial=0) > 255):
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'A palette list must hold at most 256 [r, g, b] of integers in '
         f'0-255, one per class; got {colours!r:.200}.')
   return _padded(array)

@@ -1,6 +1,7 @@
 """The train_and_eval binary: infrastructure flags, gin parsing, then the library."""
 
 import sys
+import traceback
 
 from absl import app
 from absl import flags
@@ -9,6 +10,7 @@ import gin
 import tensorflow as tf
 
 from official_seg import flags as seg_flags
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
@@ -52,7 +54,7 @@ def _message(error):
 
 
 def _exit_invalid(error):
-  """Exits with status 2: the configuration, not the data, is at fault."""
+  """Exits with status 2: a setting, not the program, is at fault."""
   message = _message(error)
   logging.error('Invalid configuration: %s', message)
   print(f'Invalid configuration:\n{message}', file=sys.stderr)
@@ -60,15 +62,19 @@ def _exit_invalid(error):
 
 
 def _parse_gin_or_exit():
-  """Parses and checks gin before any work starts; a bad config exits 2."""
+  """Parses and checks gin before any work starts; a bad config exits 2.
+
+  Only our own `ConfigurationError` is a bad config: any other error (an
+  imported module's, say) is a bug and keeps its traceback.
+  """
   try:
     # It sets the object-store defaults before anything reads a gs:// path
     # (gin files, data or model dir).
     seg_flags.parse_gin(finalize=False)
     config_checks.check_configuration(FLAGS.gin_file, seg_flags.gin_params())
     config_checks.check_platform(FLAGS.tpu, FLAGS.tpu_zone, FLAGS.gcp_project)
-  except (FileNotFoundError, ValueError, KeyError, SyntaxError,
-          TypeError) as error:
+    config_checks.check_checkpoint(FLAGS.checkpoint)
+  except validation.ConfigurationError as error:
     _exit_invalid(error)
   gin.finalize()
 
@@ -92,10 +98,10 @@ def _dry_run_or_exit():
   """--dry_run: checks and reports; a problem exits with status 1 or 2."""
   try:
     print(dry_run.run(FLAGS.model_dir))
-  except config_checks.ConfigurationError as error:
+  except validation.ConfigurationError as error:
     _exit_invalid(error)
-  except (OSError, ValueError) as error:
-    print(f'Dry run failed: {error}', file=sys.stderr)
+  except experiment.USER_ERRORS as error:
+    print(f'Dry run failed: {_message(error)}', file=sys.stderr)
     sys.exit(1)
 
 
@@ -107,7 +113,29 @@ def _exit_preempted(preempted):
   sys.exit(preemption.EXIT_STATUS)
 
 
+def _exit_bug():
+  """Exits with status 1 after the traceback and what to report."""
+  traceback.print_exc()
+  files = ' '.join(f'--gin_file={f}' for f in FLAGS.gin_file)
+  params = ' '.join(f'--gin_param="{p}"' for p in FLAGS.gin_param)
+  print(f'This is a bug in official_seg, not a mistake in your settings. '
+        f'Please report it with the traceback above and the configuration: '
+        f'{files} {params}, the gin files they name, and '
+        f'{FLAGS.model_dir}/operative_config-*.gin if the run wrote one.',
+        file=sys.stderr)
+  sys.exit(1)
+
+
 def main(argv):
+  try:
+    _main(argv)
+  except (app.UsageError, SystemExit, KeyboardInterrupt):
+    raise
+  except Exception:  # pylint: disable=broad-except
+    _exit_bug()
+
+
+def _main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if not FLAGS.gin_file:
@@ -130,7 +158,7 @@ def main(argv):
                                           FLAGS.gcp_project))
   except preemption.Preempted as preempted:
     _exit_preempted(preempted)
-  except config_checks.ConfigurationError as error:
+  except validation.ConfigurationError as error:
     _exit_invalid(error)
   except experiment.USER_ERRORS as error:
     # Missing or corrupt data, files or checkpoints: the message says which

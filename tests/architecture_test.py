@@ -20,8 +20,9 @@ _PACKAGE = os.path.join(testing_utils.REPO, 'official_seg')
 # their modules never import each other in a circle.
 _TOP_FOLDERS = ('benchmarks', 'tools')
 # Lower ranks never import higher ones; equal ranks never import each other.
-RANKS = {'data': 0, 'modeling': 0, 'training': 1, 'evaluation': 1,
-         'export': 2, 'runtime': 3, 'flags': 4, 'train_and_eval': 5}
+RANKS = {'validation': -1, 'data': 0, 'modeling': 0, 'training': 1,
+         'evaluation': 1, 'export': 2, 'runtime': 3, 'flags': 4,
+         'train_and_eval': 5}
 # The flags every tool and the binary share, defined in official_seg/flags.py
 # alone: absl refuses a flag defined twice in one process.
 SHARED_FLAGS = ('gin_file', 'gin_param', 'data_dir')

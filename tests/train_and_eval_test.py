@@ -91,28 +91,6 @@ class TrainAndEvalTest(testing_utils.TinyDataTestCase):
     self.assertTrue(os.path.exists(
         os.path.join(self.model_dir, 'best', 'best.json')))
 
-  def test_unknown_binding_exits_before_work(self):
-    proc = _run_binary(self.model_dir, testing_utils.tiny_bindings(
-        self.data_dir, extra=['Parser.crop_sise = [9, 9]']))
-    self.assertEqual(proc.returncode, 2)
-    self.assertIn('crop_sise', proc.stderr)
-    self.assertFalse(os.path.exists(self.model_dir))
-
-  def test_typo_in_gin_file_names_file_and_line(self):
-    path = os.path.join(self.create_tempdir().full_path, 'mine.gin')
-    with open(path, 'w') as f:
-      f.write("include 'experiments/quickstart.gin'\n\nbuild_modle.weight_decay = 0.1\n")
-    proc = _run_binary(self.model_dir, [], gin_file=path)
-    self.assertEqual(proc.returncode, 2)
-    self.assertRegex(proc.stderr, r'(?s)build_modle.*mine\.gin.*line 3')
-
-  def test_missing_data_names_the_pattern(self):
-    empty = self.create_tempdir().full_path
-    proc = _run_binary(self.model_dir, testing_utils.tiny_bindings(empty),
-                       mode='train')
-    self.assertEqual(proc.returncode, 1)
-    self.assertIn(f'{empty}/train-?????-of-?????.tfrecord', proc.stderr)
-
 
 if __name__ == '__main__':
   tf.test.main()

@@ -5,8 +5,38 @@ from typing import Any, Dict, Optional, Sequence
 
 import gin
 
+from official_seg import validation
+from official_seg.data import palettes
+
+
+def _class_names_fit(num_classes, class_names):
+  return class_names is None or len(class_names) == num_classes
+
+
+def _palette_known(palette):
+  try:
+    palettes.resolve(palette)
+  except validation.ConfigurationError:
+    return False
+  return True
+
 
 @gin.configurable
+@validation.checked(
+    num_classes=validation.Expect(
+        lambda v: validation.WHOLE_AT_LEAST_0.test(v) and 0 < v <= 256,
+        'a whole number from 1 to 256 (labels are 8-bit PNGs)'),
+    ignore_label=validation.Expect(
+        lambda v: validation.WHOLE_AT_LEAST_0.test(v) and v <= 255,
+        'a whole number from 0 to 255 (labels are 8-bit PNGs)'),
+    data_dir=validation.Expect(lambda v: isinstance(v, str) and bool(v),
+                               'the folder of the TFRecord shards'),
+    palette=validation.Expect(
+        _palette_known, f'None, one of {palettes.PALETTE_NAMES}, or a list '
+        'of [r, g, b] integers in 0-255, one per class'),
+    relations=(validation.Relation(('num_classes', 'class_names'),
+                                   _class_names_fit,
+                                   'one class name per class'),))
 @dataclasses.dataclass(frozen=True)
 class DatasetInfo:
   """Facts of one dataset, bound once in gin and handed to whoever needs them.
@@ -44,19 +74,15 @@ class DatasetInfo:
     """Fills defaults and checks the facts agree.
 
     Raises:
-      ValueError: the class names do not number `num_classes`, or the labels
-        cannot be stored in 8-bit PNGs.
+      validation.ConfigurationError: the class names do not number
+        `num_classes`, or the labels cannot be stored in 8-bit PNGs.
     """
+    given = dataclasses.asdict(self)
+    if self.data_dir is None:  # Tools that name no data.
+      del given['data_dir']
+    validation.check(DatasetInfo, **given)
     names = tuple(self.class_names or
                   (f'class_{i}' for i in range(self.num_classes)))
-    if len(names) != self.num_classes:
-      raise ValueError(f'CLASS_NAMES has {len(names)} names but NUM_CLASSES '
-                       f'is {self.num_classes}; give one name per class.')
-    if not 0 <= self.ignore_label <= 255 or not 0 < self.num_classes <= 256:
-      raise ValueError(
-          f'NUM_CLASSES={self.num_classes}, IGNORE_LABEL={self.ignore_label}: '
-          'labels are 8-bit PNGs, so classes and the ignore label must lie '
-          'in 0-255.')
     # Frozen: the dataclass's own way to set fields in __post_init__.
     object.__setattr__(self, 'class_names', names)
     object.__setattr__(self, 'split_sizes', dict(self.split_sizes or {}))

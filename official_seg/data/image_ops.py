@@ -40,6 +40,15 @@ def random_scale_factor(min_scale, max_scale, step_size, seed=None):
   return min_scale + tf.cast(index, tf.float32) * step_size
 
 
+def resized_side_bound(max_size, factor=None):
+  """The longest side `resize_to_range_size` outputs under `max_size`.
+
+  The bound made `factor * k + 1` downwards; rounding a side up to that form
+  never passes it.
+  """
+  return max_size - (max_size - 1) % factor if factor else max_size
+
+
 def resize_to_range_size(height, width, min_size, max_size=None, factor=None):
   """The output size of DeepLab's `preprocess_utils.resize_to_range`.
 
@@ -59,8 +68,8 @@ def resize_to_range_size(height, width, min_size, max_size=None, factor=None):
     int32 [2], the output (height, width).
   """
   size = tf.cast(tf.stack([height, width]), tf.float32)
-  if max_size is not None and factor:
-    max_size -= (max_size - 1) % factor
+  if max_size is not None:
+    max_size = resized_side_bound(max_size, factor)
   # Scale factor first, then the product, in float32, as DeepLab computes it.
   new_size = tf.cast(tf.floor(size * (min_size / tf.reduce_min(size))),
                      tf.int32)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import colour_masks
 
 PALETTE_NAMES = ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic')
@@ -107,7 +108,8 @@ def get_palette(name):
   named = {'cityscapes': _CITYSCAPES, 'ade20k': _ADE20K,
            'synthetic': _SYNTHETIC}
   if name not in named:
-    raise ValueError(f'Unknown palette {name!r}; use one of {PALETTE_NAMES}.')
+    raise validation.ConfigurationError(
+        f'Unknown palette {name!r}; use one of {PALETTE_NAMES}.')
   return _padded(named[name])
 
 
@@ -117,7 +119,7 @@ def _custom(colours):
   if (array.ndim != 2 or array.shape[1] != 3 or len(array) > 256
       or not np.issubdtype(array.dtype, np.integer)
       or array.min(initial=0) < 0 or array.max(initial=0) > 255):
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'A palette list must hold at most 256 [r, g, b] of integers in '
         f'0-255, one per class; got {colours!r:.200}.')
   return _padded(array)

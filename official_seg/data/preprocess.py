@@ -4,10 +4,23 @@ import gin
 import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
+from official_seg import validation
 from official_seg.data import image_ops
 
 
 @gin.configurable(denylist=['is_training', 'ignore_label', 'num_classes'])
+@validation.checked(
+    crop_size=validation.SIZE,
+    min_scale_factor=validation.POSITIVE_NUMBER,
+    max_scale_factor=validation.POSITIVE_NUMBER,
+    scale_factor_step_size=validation.NUMBER_AT_LEAST_0,
+    relations=(
+        validation.Relation(('min_scale_factor', 'max_scale_factor'),
+                            lambda low, high: low <= high, 'min <= max'),
+        validation.Relation(
+            ('min_resize_value', 'max_resize_value', 'resize_factor'),
+            lambda low, high, factor: low is not None or not (high or factor),
+            'min_resize_value set as well (DeepLab sets both bounds)')))
 class Parser:
   """Parses decoded examples into (features, labels) for training or eval."""
 
@@ -53,17 +66,15 @@ class Parser:
       stddev_rgb: per-channel scale the image is divided by, in [0, 255].
 
     Raises:
-      ValueError: when the scale range is empty, or a resize bound or factor
-        is set without min_resize_value.
+      validation.ConfigurationError: a value of the wrong form, an empty
+        scale range, or a resize bound or factor without min_resize_value.
     """
-    if min_scale_factor > max_scale_factor:
-      raise ValueError(
-          f'Parser.min_scale_factor ({min_scale_factor}) is larger than '
-          f'Parser.max_scale_factor ({max_scale_factor}).')
-    if min_resize_value is None and (max_resize_value or resize_factor):
-      raise ValueError(
-          'Parser.max_resize_value and Parser.resize_factor need '
-          'Parser.min_resize_value; set it too (DeepLab sets both bounds).')
+    validation.check(
+        Parser, crop_size=crop_size, min_scale_factor=min_scale_factor,
+        max_scale_factor=max_scale_factor,
+        scale_factor_step_size=scale_factor_step_size,
+        min_resize_value=min_resize_value, max_resize_value=max_resize_value,
+        resize_factor=resize_factor)
     self._resize = (min_resize_value, max_resize_value, resize_factor)
     self._is_training = is_training
     self._crop_size = tuple(int(s) for s in crop_size)
@@ -73,6 +84,21 @@ class Parser:
     self._random_flip = random_flip
     self._mean_rgb = mean_rgb
     self._stddev_rgb = stddev_rgb
+
+  def largest_size(self, height, width):
+    """The largest (height, width) it resizes images within height x width to.
+
+    Returns:
+      (int, int), or None when it resizes without a bound on the longer
+      side, so that the size depends on each image's aspect.
+    """
+    min_size, max_size, factor = self._resize
+    if min_size is None:
+      return (height, width)
+    if max_size is None:
+      return None
+    bound = image_ops.resized_side_bound(max_size, factor)
+    return (bound, bound)
 
   def __call__(self, decoded, seed=None):
     """Maps a decoded example (see `tfexample.Decoder`) to (features, labels).

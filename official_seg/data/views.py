@@ -7,6 +7,7 @@ import gin
 import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
+from official_seg import validation
 from official_seg.data import image_ops
 from official_seg.data import preprocess
 
@@ -302,7 +303,7 @@ class UnlabeledStream:
     """
     replicas = max(self.labeled_batch_size // labeled_per_call, 1)
     if self.batch_size % replicas:
-      raise ValueError(
+      raise validation.ConfigurationError(
           f'unlabeled_stream.batch_size ({self.batch_size}, macro '
           f'UNLABELED_BATCH_SIZE) does not split evenly over {replicas} replicas (input pipelines); '
           f'set it to a multiple of {replicas}.')

@@ -5,6 +5,7 @@ import io
 from PIL import Image
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import palettes
 from official_seg.evaluation import visualize
 
@@ -47,8 +48,9 @@ def _kept_pictures(tag, pictures, valid, max_images):
   """(image summary, update op) of the first `max_images` valid pictures."""
   shape = pictures.shape[1:]
   if not shape.is_fully_defined():
-    raise ValueError(f'Evaluation pictures need a fixed size, got {shape}; '
-                     'set eval/Parser.crop_size (EVAL_CROP_SIZE).')
+    raise validation.ConfigurationError(
+        f'Evaluation pictures need a fixed size, got {shape}; '
+        'set eval/Parser.crop_size (EVAL_CROP_SIZE).')
   kept = _local(f'eval_pictures_{tag}', [max_images] + shape.as_list(),
                 tf.uint8)
   count = _local(f'eval_pictures_{tag}_count', [], tf.int32)

@@ -4,6 +4,8 @@ import math
 
 import tensorflow as tf
 
+from official_seg import validation
+
 # Added to the attention logits of invalid keys; exp() of it is exactly 0 in
 # float32 once the softmax subtracts the row's maximum (PseudoSeg's value).
 _MASKED_LOGIT = -1e9
@@ -62,8 +64,9 @@ def feature_levels(backbone_features, count):
   """
   levels = sorted(backbone_features, key=int, reverse=True)
   if not 1 <= count <= len(levels):
-    raise ValueError(f'feature_levels: count={count} but the backbone '
-                     f'outputs levels {sorted(levels, key=int)}.')
+    raise validation.ConfigurationError(
+        f'feature_levels: count={count} but the backbone '
+        f'outputs levels {sorted(levels, key=int)}.')
   return [backbone_features[level] for level in levels[:count]]
 
 

@@ -3,6 +3,8 @@
 import gin
 import tensorflow as tf
 
+from official_seg import validation
+
 
 def upsampled_logits(logits, size):
   """float32 logits resized bilinearly to `size` (height, width), as DeepLab.
@@ -26,6 +28,7 @@ def _flip(tensor):
 
 
 @gin.configurable(denylist=['model', 'images', 'base_logits'])
+@validation.checked(eval_scales=validation.POSITIVE_NUMBERS)
 def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
                           add_flipped_images=False):
   """Softmax probabilities averaged over scales and flips, at the input size.
@@ -46,11 +49,10 @@ def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
     float32 [B, H, W, C] probabilities.
 
   Raises:
-    ValueError: `eval_scales` is empty or has a non-positive scale.
+    validation.ConfigurationError: `eval_scales` is empty or has a
+      non-positive scale.
   """
-  if not eval_scales or min(eval_scales) <= 0:
-    raise ValueError(f'predict_probabilities.eval_scales must be positive '
-                     f'scales, got {eval_scales!r}.')
+  validation.check(predict_probabilities, eval_scales=eval_scales)
   size = tf.shape(images)[1:3]
   probabilities = []
   for scale in eval_scales:

@@ -11,6 +11,7 @@ import time
 
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.runtime import preemption
 
 # TF's older 'master' job is not supported: its Estimator task also evaluates.
@@ -32,8 +33,9 @@ def _resolver():
   try:
     resolver.cluster_spec()
   except ValueError as error:
-    raise ValueError(f'The TF_CONFIG environment variable is not valid JSON '
-                     f'({error}); see docs/distributed.md.') from error
+    raise validation.ConfigurationError(
+        f'The TF_CONFIG environment variable is not valid JSON '
+        f'({error}); see docs/distributed.md.') from error
   return resolver
 
 
@@ -59,7 +61,7 @@ def task():
   if task_type != 'evaluator' and (
       task_type not in jobs or index is None
       or index >= len(resolver.cluster_spec().job_tasks(task_type))):
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'TF_CONFIG task {task_type!r} index {index} is not in its cluster '
         f'{resolver.cluster_spec().as_dict()}; set "task" to one of its '
         'tasks or to {"type": "evaluator", "index": 0}.')
@@ -69,6 +71,11 @@ def task():
 def cluster_spec():
   """TF_CONFIG's `tf.train.ClusterSpec` (empty outside a cluster)."""
   return _resolver().cluster_spec()
+
+
+def parameter_servers():
+  """Whether TF_CONFIG names parameter servers: parameter-server training."""
+  return 'ps' in cluster_spec().jobs
 
 
 def num_trainers(spec):
@@ -118,8 +125,9 @@ def role(mode):
     return 'trainer'
   if task_type in ('ps', 'evaluator'):
     return task_type
-  raise ValueError(f'TF_CONFIG task type {task_type!r} is none of '
-                   f'{TRAINERS + ("ps", "evaluator")}.')
+  raise validation.ConfigurationError(
+      f'TF_CONFIG task type {task_type!r} is none of '
+      f'{TRAINERS + ("ps", "evaluator")}.')
 
 
 def check(uses_strategy):
@@ -137,13 +145,13 @@ def check(uses_strategy):
   spec = cluster_spec()
   trainers = num_trainers(spec)
   if uses_strategy and 'ps' in spec.jobs:
-    raise ValueError(
+    raise validation.ConfigurationError(
         'TF_CONFIG has parameter servers (job "ps") but '
         'build_run_config.train_distribute sets a strategy. Parameter-server '
         'training takes no strategy: use gin/platforms/parameter_server.gin, '
         'or drop the ps tasks for gin/platforms/multi_worker.gin.')
   if not uses_strategy and 'ps' not in spec.jobs and trainers > 1:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'TF_CONFIG has {trainers} training tasks but no parameter servers '
         'and build_run_config.train_distribute is not set, so each would '
         'train a model of its own. Use gin/platforms/multi_worker.gin, or add '

@@ -1,17 +1,20 @@
 """Checks of a parsed configuration before any work: macros, values, data facts."""
 
+import inspect
 import numbers
 
+import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import input_fn as input_lib
 from official_seg.data import split_metadata
-from official_seg.runtime import cluster
 from official_seg.runtime import gin_config
 
 
-class ConfigurationError(ValueError):
-  """A configuration the run cannot use; one line per problem, no traceback."""
+# Our error for a user's mistake (exit status 2); its home is at the bottom
+# of the package, so that every configurable can raise it.
+ConfigurationError = validation.ConfigurationError
 
 
 def _number(value):
@@ -22,63 +25,69 @@ def _whole(value):
   return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _positive_whole(value):
-  return _whole(value) and value > 0
-
-
-def _size(value):
-  return (isinstance(value, (list, tuple)) and len(value) == 2
-          and all(_positive_whole(v) for v in value))
-
-
-# (binding, gin scope, test, the form expected). Each names the value a
-# configurable receives, so a macro, a direct binding and a default are
-# checked alike.
-_VALUE_CHECKS = (
-    ('run.train_steps', None, _positive_whole, 'a positive whole number'),
-    ('build_estimator.train_batch_size', None, _positive_whole,
-     'a positive whole number'),
-    ('build_estimator.eval_batch_size', None, _positive_whole,
-     'a positive whole number'),
-    ('Parser.crop_size', 'train', _size,
-     'two positive whole numbers, [height, width]'),
-    ('Parser.crop_size', 'eval', _size,
-     'two positive whole numbers, [height, width]'),
-    ('Parser.min_scale_factor', 'train', lambda v: _number(v) and v > 0,
-     'a positive number'),
-    ('Parser.max_scale_factor', 'train', lambda v: _number(v) and v > 0,
-     'a positive number'),
-    ('Parser.scale_factor_step_size', 'train', lambda v: _number(v) and v >= 0,
-     'a number >= 0'),
-    ('DatasetInfo.data_dir', None, lambda v: isinstance(v, str) and v,
-     'the folder of the TFRecord shards'),
-    ('DatasetInfo.num_classes', None, lambda v: _whole(v) and 0 < v <= 256,
-     'a whole number from 1 to 256'),
-    ('DatasetInfo.ignore_label', None, lambda v: _whole(v) and 0 <= v <= 255,
-     'a whole number from 0 to 255'),
-    ('build_run_config.save_checkpoints_steps', None, _positive_whole,
-     'a positive whole number'),
-    ('build_run_config.keep_checkpoint_max', None,
-     lambda v: _whole(v) and v >= 0, 'a whole number >= 0'),
-    ('predict_probabilities.eval_scales', None,
-     lambda v: isinstance(v, (list, tuple)) and v and all(
-         _number(s) and s > 0 for s in v), 'a list of positive numbers'),
-)
-# Macros whose consumers vary with the included files (the schedules).
+# Macros whose consumers vary with the included files (the schedules) and
+# are external configurables (Keras's schedules), which own no checks.
 _MACRO_CHECKS = (
     ('BASE_LEARNING_RATE', lambda v: _number(v) and v >= 0, 'a number >= 0'),
     ('WARMUP_STEPS', lambda v: _whole(v) and v >= 0, 'a whole number >= 0'),
     ('SLOW_START_STEPS', lambda v: _whole(v) and v >= 0,
      'a whole number >= 0'),
 )
-_UNSET = object()
+_UNSET = validation.UNSET
 # All-reduces that sum every replica's tensors in one op (strategy_problems).
 _MERGING_ALL_REDUCES = (tf.distribute.HierarchicalCopyAllReduce,
                         tf.distribute.ReductionToOneDevice)
-# Where gin/platforms/sync_batch_norm.gin turns synchronised batch norm on.
-_SYNC_BN_BINDINGS = tuple(f'{layer}.use_sync_bn' for layer in (
-    'backbones.MobileNet', 'backbones.ResNet', 'backbones.DilatedResNet',
-    'decoders.ASPP', 'heads.SegmentationHead'))
+
+
+def _configurables():
+  """gin's registered configurables (its registry has no public listing)."""
+  registry = gin.config._REGISTRY  # pylint: disable=protected-access
+  return [configurable for _, configurable in registry.items()]
+
+
+def configurable_name(configurable):
+  """How gin files name a configurable: 'Parser', 'backbones.MobileNet'."""
+  wrapped = configurable.wrapped
+  if configurable.module == getattr(wrapped, '__module__', None):
+    return configurable.name
+  return f'{configurable.module}.{configurable.name}'
+
+
+def bound_scopes(target):
+  """Each gin scope in which `target` has bindings, and what they bind.
+
+  Args:
+    target: a configurable's undecorated function or class.
+
+  Returns:
+    list of (name, scope, parameters): e.g. ('Parser', 'train',
+    {'crop_size'}); scope None for unscoped bindings.
+  """
+  found = []
+  config = gin.config._CONFIG  # pylint: disable=protected-access
+  for configurable in _configurables():
+    if configurable.wrapped is not target:
+      continue
+    found += [(configurable_name(configurable), scope or None,
+               set(config[(scope, selector)]))
+              for scope, selector in sorted(config)
+              if selector == configurable.selector]
+  return found
+
+
+def with_parameter(parameter):
+  """Names of the configurables that take `parameter`, e.g. 'use_sync_bn'."""
+  names = []
+  for configurable in _configurables():
+    target = configurable.wrapped
+    function = target.__init__ if isinstance(target, type) else target
+    try:
+      parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # A builtin without a signature.
+      continue
+    if parameter in parameters:
+      names.append(configurable_name(configurable))
+  return sorted(set(names))
 
 
 def _name(selector, scope):
@@ -87,27 +96,43 @@ def _name(selector, scope):
   return f'{macro} ({binding})' if macro else binding
 
 
+def _default(target, parameter):
+  """The signature default of `parameter`, or UNSET (none, or REQUIRED)."""
+  function = target.__init__ if inspect.isclass(target) else target
+  default = inspect.signature(function).parameters[parameter].default
+  if default in (inspect.Parameter.empty, gin.REQUIRED):
+    return _UNSET
+  return default
+
+
+def _bound_values(target, name, scope):
+  """What each checked parameter of `target` receives when called in scope."""
+  values = {}
+  for parameter in validation.checked_parameters(target):
+    try:
+      values[parameter] = gin_config.binding(
+          f'{name}.{parameter}', scope, default=_default(target, parameter))
+    except (TypeError, ValueError):  # A macro set nowhere: missing_macros.
+      values[parameter] = _UNSET
+  return values
+
+
 def value_problems():
-  """One line per shared macro or common binding of the wrong form.
+  """One line per bound value that its configurable's own checks reject.
+
+  Every configurable with checks (`validation.checked`) is checked in each
+  gin scope that binds it, with the values its call there would receive.
 
   Returns:
     list of str: the binding (and the macro it came from), the value given,
     and the form expected.
   """
   lines = []
-  for selector, scope, test, form in _VALUE_CHECKS:
-    try:
-      value = gin_config.binding(selector, scope, default=_UNSET)
-    except (TypeError, ValueError):  # A macro set nowhere: see missing_macros.
-      continue
-    if value is not _UNSET and not test(value):
-      lines.append(f'{_name(selector, scope)} = {value!r}: expected {form}.')
-  low, high = (gin_config.binding(f'Parser.{side}_scale_factor', 'train',
-                                  default=1.0) for side in ('min', 'max'))
-  if _number(low) and _number(high) and low > high:
-    lines.append(f'train/Parser.min_scale_factor = {low!r} is larger than '
-                 f'train/Parser.max_scale_factor = {high!r}: expected '
-                 'min <= max.')
+  for target in validation.checked_targets():
+    for name, scope, bound in bound_scopes(target):
+      lines += validation.problems(
+          target, _bound_values(target, name, scope),
+          lambda p, n=name, s=scope: _name(f'{n}.{p}', s), reported=bound)
   for macro, test, form in _MACRO_CHECKS:
     value = gin_config.macro_value(macro, default=_UNSET)
     if value is not _UNSET and not test(value):
@@ -138,15 +163,22 @@ def check_platform(tpu, tpu_zone, gcp_project):
   if not tpu and (tpu_zone or gcp_project):
     lines.append('--tpu_zone or --gcp_project is set but --tpu names no TPU: '
                  'add --tpu=<name> (with gin/platforms/tpu.gin), or drop them.')
-  parameter_servers = gin_config.binding(
-      'build_run_config.max_worker_delay_secs', default=None) is not None
-  if parameter_servers and 'ps' not in cluster.cluster_spec().jobs:
-    lines.append('gin/platforms/parameter_server.gin needs a TF_CONFIG '
-                 'cluster with "ps" tasks (docs/distributed.md); TF_CONFIG '
-                 'names none.')
   lines += strategy_problems()
   if lines:
     raise ConfigurationError('\n'.join(lines))
+
+
+def check_checkpoint(path):
+  """Raises `ConfigurationError` if --checkpoint names no checkpoint.
+
+  Args:
+    path: the binary's --checkpoint flag, or None (the latest).
+  """
+  if path and not tf.io.gfile.exists(f'{path}.index'):
+    raise ConfigurationError(
+        f'--checkpoint={path} names no checkpoint ({path}.index does not '
+        'exist): give a prefix such as <model_dir>/model.ckpt-300, or leave '
+        'it out for the latest.')
 
 
 def strategy_problems():
@@ -168,8 +200,9 @@ def strategy_problems():
                            default=None)
   if not isinstance(ops, _MERGING_ALL_REDUCES):
     return []
-  synced = [name for name in _SYNC_BN_BINDINGS
-            if gin_config.binding(name, default=False)]
+  synced = [f'{name}.use_sync_bn'
+            for name in with_parameter('use_sync_bn')
+            if gin_config.binding(f'{name}.use_sync_bn', default=False)]
   if not synced:
     return []
   return [f'tf.distribute.MirroredStrategy.cross_device_ops = '
@@ -186,8 +219,8 @@ def check_data(dataset, eval_parser, splits):
   dry run computes their facts.
 
   Raises:
-    FileNotFoundError: a split has no shards; the message names the pattern.
-    ConfigurationError: the facts contradict the configuration.
+    ConfigurationError: a split has no shards (the message names the
+      pattern), or the facts contradict the configuration.
 
   Args:
     dataset: the run's `DatasetInfo`.
@@ -198,10 +231,10 @@ def check_data(dataset, eval_parser, splits):
   for split in sorted(set(splits)):
     # A split with no shards stops here, naming the pattern, not after
     # training has run up to the first evaluation.
-    input_lib.list_shards(dataset.data_dir, split)
     try:
+      input_lib.list_shards(dataset.data_dir, split)
       metadata = split_metadata.read(dataset.data_dir, split)
-    except ValueError as error:
+    except (FileNotFoundError, ValueError) as error:
       raise ConfigurationError(str(error)) from error
     if metadata is None:
       tf.compat.v1.logging.info(
@@ -215,22 +248,28 @@ def check_data(dataset, eval_parser, splits):
     raise ConfigurationError('\n'.join(lines))
 
 
-def _largest_eval_size(metadata, eval_parser):
-  """The largest (height, width) the eval parser makes of the split's images.
+def eval_size_problems(dataset, eval_parser, metadata):
+  """One line if the eval crop cannot hold the eval split's largest image.
 
-  None when the parser resizes without a bound on the longer side, as the
-  size then depends on each image's aspect.
+  Args:
+    dataset: the run's `DatasetInfo`.
+    eval_parser: the eval `preprocess.Parser`.
+    metadata: the eval split's `split_metadata` dict, or None.
+
+  Returns:
+    list of str, empty or one line.
   """
-  size = (metadata['max_height'], metadata['max_width'])
-  min_size, max_size, factor = eval_parser.resize_range
-  if min_size is None:
-    return size
-  if max_size is None:
-    return None
-  # resize_to_range_size makes the longer side at most max_size, turned into
-  # factor * k + 1 downwards, and never rounds a side above it.
-  bound = max_size - (max_size - 1) % factor if factor else max_size
-  return (bound, bound)
+  if not metadata or not metadata['num_images']:
+    return []
+  largest = eval_parser.largest_size(metadata['max_height'],
+                                     metadata['max_width'])
+  crop = tuple(eval_parser.crop_size)
+  if not largest or (largest[0] <= crop[0] and largest[1] <= crop[1]):
+    return []
+  return [f'EVAL_CROP_SIZE (eval/Parser.crop_size) = {list(crop)} is smaller '
+          f'than the largest image of split {dataset.eval_split!r}, '
+          f'{list(largest)} (height, width): set it to at least '
+          f'{[max(a, b) for a, b in zip(crop, largest)]}.']
 
 
 def data_problems(dataset, eval_parser, metadata_by_split):
@@ -256,14 +295,5 @@ def data_problems(dataset, eval_parser, metadata_by_split):
           f'NUM_CLASSES = {dataset.num_classes}, but the labels of split '
           f'{split!r} go up to class {seen - 1} (IGNORE_LABEL = '
           f'{dataset.ignore_label}); set NUM_CLASSES to at least {seen}.')
-  metadata = metadata_by_split.get(dataset.eval_split)
-  largest = metadata and metadata['num_images'] and _largest_eval_size(
-      metadata, eval_parser)
-  crop = tuple(eval_parser.crop_size)
-  if largest and (largest[0] > crop[0] or largest[1] > crop[1]):
-    lines.append(
-        f'EVAL_CROP_SIZE (eval/Parser.crop_size) = {list(crop)} is smaller '
-        f'than the largest image of split {dataset.eval_split!r}, '
-        f'{list(largest)} (height, width): set it to at least '
-        f'{[max(a, b) for a, b in zip(crop, largest)]}.')
-  return lines
+  return lines + eval_size_problems(
+      dataset, eval_parser, metadata_by_split.get(dataset.eval_split))

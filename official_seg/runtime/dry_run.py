@@ -8,6 +8,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import input_fn as input_lib
 from official_seg.data import split_metadata
 from official_seg.runtime import cluster
@@ -30,18 +31,23 @@ def _check_shards(scope, data_dir, split):
     str, one report line.
 
   Raises:
-    FileNotFoundError: no shard matches (the message names the pattern).
-    OSError: a shard cannot be read; the message names it.
+    validation.ConfigurationError: no shard matches DATA_DIR and the split
+      (the message names the pattern).
+    input_lib.CorruptDataError: a shard cannot be read; the message names it.
   """
-  files = input_lib.list_shards(data_dir, split)
+  try:
+    files = input_lib.list_shards(data_dir, split)
+  except FileNotFoundError as error:
+    raise validation.ConfigurationError(str(error)) from error
   empty = []
   for path in files:
     try:
       if not list(tf.data.TFRecordDataset(path).take(1)):
         empty.append(path)
     except tf.errors.OpError as error:
-      raise OSError(f'Shard {path} of split {split!r} is not readable '
-                    f'({error.message}); rewrite or remove it.') from error
+      raise input_lib.CorruptDataError(
+          f'Shard {path} of split {split!r} is not readable '
+          f'({error.message}); rewrite or remove it.') from error
   line = (f'{scope}: split {split!r} in {data_dir}: {len(files)} shards, '
           'the first record of each read')
   return line + (f'; empty shards: {empty}' if empty else '')
@@ -123,12 +129,11 @@ def _metadata(dataset, lines):
   return known
 
 
-def _plan(dataset, metadata, train_batch, step_seconds):
+def _plan(dataset, metadata, config, train_batch, step_seconds):
   """Lines on what the run will do: steps, epochs, evaluations, time."""
   steps = gin_config.binding('run.train_steps')
-  every = gin_config.binding('build_run_config.save_checkpoints_steps',
-                             default=1000)
-  kept = gin_config.binding('build_run_config.keep_checkpoint_max', default=5)
+  every = config.save_checkpoints_steps
+  kept = config.keep_checkpoint_max
   train_images = metadata[dataset.train_split]['num_images']
   epochs = steps * train_batch / max(train_images, 1)
   evaluations = -(-steps // every)
@@ -162,10 +167,11 @@ def run(model_dir):
     str, the report, ending with gin's operative config.
 
   Raises:
-    FileNotFoundError, OSError: missing or unreadable data.
-    config_checks.ConfigurationError: the data contradicts the configuration.
-    ValueError: a batch that the replicas cannot split, or another invalid
-      setting; the message names the binding.
+    validation.ConfigurationError: a setting the run cannot use: no shards
+      where DATA_DIR and the splits say, data that contradicts the
+      configuration, a batch the replicas cannot split; the message names
+      the binding.
+    input_lib.CorruptDataError: a shard cannot be read.
   """
   with _without_cluster():
     config = run_config_lib.build_run_config(model_dir)
@@ -192,6 +198,6 @@ def run(model_dir):
       built, config, train_batch // replicas if replicas else train_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
-  lines += _plan(dataset, metadata, train_batch, seconds)
+  lines += _plan(dataset, metadata, config, train_batch, seconds)
   lines.append('Operative gin config:\n' + gin.operative_config_str())
   return '\n'.join(lines)

@@ -5,6 +5,7 @@ import collections
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import views
@@ -36,7 +37,7 @@ def per_replica_batch_size(global_batch_size, num_replicas, name):
     ValueError: the replicas cannot split the batch evenly.
   """
   if global_batch_size % num_replicas:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'{name}={global_batch_size} cannot be split evenly over '
         f'{num_replicas} replicas; use a multiple of {num_replicas}.')
   return global_batch_size // num_replicas
@@ -70,7 +71,7 @@ def check_precision(precision, run_config):
   to each of them. One-device Estimators and TPUEstimator are fine.
   """
   if precision != 'float32' and run_config.train_distribute:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'ModelFnOptions.precision={precision!r} cannot be combined with '
         'build_run_config.train_distribute (a multi-device Estimator '
         'platform); use float32 there, or the TPUEstimator '
@@ -120,6 +121,8 @@ def unlabeled_stream(dataset,
 
 
 @gin.configurable(denylist=['run_config'])
+@validation.checked(train_batch_size=validation.POSITIVE_WHOLE,
+                    eval_batch_size=validation.POSITIVE_WHOLE)
 def build_estimator(run_config,
                     train_batch_size=gin.REQUIRED,
                     eval_batch_size=gin.REQUIRED,
@@ -155,7 +158,7 @@ def build_estimator(run_config,
   eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
   if use_tpu_estimator != isinstance(run_config, tpu_estimator.tpu.RunConfig):
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'build_estimator.use_tpu_estimator = {use_tpu_estimator} does not '
         'match the run config; set the macro USE_TPU_ESTIMATOR, which binds '
         'both (gin/platforms/tpu.gin sets it to True).')

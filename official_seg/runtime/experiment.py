@@ -7,6 +7,7 @@ import gin
 import gin.tf
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import input_fn as input_lib
 from official_seg.evaluation import best_checkpoint
 from official_seg.evaluation import continuous
@@ -24,9 +25,11 @@ from official_seg.training import averaging
 from official_seg.training import hooks as training_hooks
 from official_seg.training import warm_start
 
-# Errors whose message says what is wrong and what to do: the binary prints
-# the message alone, without a stack trace.
-USER_ERRORS = (OSError, warm_start.IncompatibleCheckpointError)
+# Faults of the data or the model dir met while running, not of a setting
+# (those raise validation.ConfigurationError): our own errors, whose message
+# says what is wrong and what to do; the binary prints it alone, exit 1.
+USER_ERRORS = (FileNotFoundError, TimeoutError, input_lib.CorruptDataError,
+               warm_start.IncompatibleCheckpointError)
 
 MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export',
          'export_tflite')
@@ -178,6 +181,7 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
 
 @gin.configurable(denylist=['mode', 'model_dir', 'checkpoint_path',
                             'tpu_address'])
+@validation.checked(train_steps=validation.POSITIVE_WHOLE)
 def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
         train_steps=gin.REQUIRED, throttle_secs=60):
   """Runs one mode of the experiment.
@@ -232,12 +236,13 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
 
 
 def _build(model_dir, tpu_address):
-  """The run config and estimator; a setting they reject is a config error."""
-  try:
-    config = run_config_lib.build_run_config(model_dir, tpu_address)
-    return estimator_lib.build_estimator(config)
-  except ValueError as error:
-    raise config_checks.ConfigurationError(str(error)) from error
+  """The run config and estimator.
+
+  A setting they reject raises `validation.ConfigurationError` where it is
+  known; any other error is a bug and propagates with its traceback.
+  """
+  config = run_config_lib.build_run_config(model_dir, tpu_address)
+  return estimator_lib.build_estimator(config)
 
 
 def _splits(dataset, mode):
@@ -258,7 +263,7 @@ def _export_tflite(built, checkpoint_path):
     tflite.tflite_export(_serving(built), built.eval_parser, quantized,
                          checkpoint_path=checkpoint_path)
   except tflite.KindError as error:
-    raise config_checks.ConfigurationError(str(error)) from error
+    raise validation.ConfigurationError(str(error)) from error
 
 
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):

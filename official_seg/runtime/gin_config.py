@@ -12,9 +12,11 @@ import difflib
 import logging
 import os
 import re
+import sysconfig
 
 import gin
 
+from official_seg import validation
 from official_seg.data import dataset_info
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +50,8 @@ def resolve_gin_file(path):
   absolute path all work, from any working directory.
 
   Raises:
-    FileNotFoundError: neither exists; the message names both places.
+    validation.ConfigurationError: neither exists; the message names both
+      places.
   """
   if os.path.exists(path):
     return path
@@ -56,7 +59,7 @@ def resolve_gin_file(path):
   shipped = os.path.join(gin_dir(), relative)
   if os.path.exists(shipped):
     return shipped
-  raise FileNotFoundError(
+  raise validation.ConfigurationError(
       f'gin file {path!r} not found, neither as given nor as {shipped!r}.')
 
 
@@ -69,17 +72,52 @@ def parse(gin_files, gin_params, finalize=True):
     finalize: bool, lock the config against later changes.
 
   Raises:
-    FileNotFoundError: a gin file does not exist.
-    ValueError, KeyError, SyntaxError: gin's own errors, which name the file
-      and line of a bad binding or an unknown configurable.
+    validation.ConfigurationError: a gin file does not exist, or gin itself
+      rejects a binding, a file or an import line (its message names the
+      file and line). An error raised by code that a gin file imports is a
+      bug there and propagates as it is, with its traceback.
   """
   root_logger = logging.getLogger()  # gin logs the miss on the root logger.
   if not any(isinstance(f, _SearchMissFilter) for f in root_logger.filters):
     root_logger.addFilter(_SearchMissFilter())
   gin.add_config_file_search_path(gin_dir())
   files = [resolve_gin_file(path) for path in gin_files]
-  gin.parse_config_files_and_bindings(files, gin_params,
-                                      finalize_config=finalize)
+  try:
+    gin.parse_config_files_and_bindings(files, gin_params,
+                                        finalize_config=finalize)
+  except (ValueError, LookupError, SyntaxError, NameError, AttributeError,
+          ImportError, OSError) as error:
+    if not _raised_by_gin(error):
+      raise
+    raise validation.ConfigurationError(str(error)) from error
+
+
+_GIN_DIR = os.path.dirname(os.path.abspath(gin.__file__))
+# gin's own frames may pass through the standard library (contextlib) and
+# Python's import machinery.
+_GIN_FRAMES = (_GIN_DIR, '<frozen ', sysconfig.get_paths()['stdlib'])
+
+
+def _raised_by_gin(error):
+  """Whether gin's own code raised `error`, not a module a gin file imports.
+
+  Below gin's first frame, an import line's failure runs only Python's
+  import machinery (a module that does not exist: the user's typo) or also
+  the imported module's own code (a bug there, or a missing dependency).
+  """
+  frames = [tb.tb_frame.f_code.co_filename
+            for tb in _walk(error.__traceback__)]
+  inside = [f for f in frames if f.startswith(_GIN_DIR)]
+  if not inside:
+    return False
+  below = frames[frames.index(inside[0]):]
+  return all(f.startswith(_GIN_FRAMES) for f in below)
+
+
+def _walk(traceback):
+  while traceback is not None:
+    yield traceback
+    traceback = traceback.tb_next
 
 
 _UNBOUND = object()
@@ -116,8 +154,9 @@ def binding(selector, scope=None, default=_UNBOUND):
     return copy.deepcopy(bindings[parameter])
   if default is not _UNBOUND:
     return default
-  raise ValueError(f'No gin binding sets {name}.{parameter}; bind it in a gin '
-                   'file or with --gin_param.')
+  raise validation.ConfigurationError(
+      f'No gin binding sets {name}.{parameter}; bind it in a gin '
+      'file or with --gin_param.')
 
 
 def read_dataset(gin_files, gin_params=()):
@@ -137,9 +176,10 @@ def read_dataset(gin_files, gin_params=()):
   parse(['datasets/dataset.gin'] + list(gin_files), list(gin_params),
         finalize=False)
   if binding('DatasetInfo.num_classes', default=None) is None:
-    raise ValueError(f'The gin files {list(gin_files)} do not set '
-                     'NUM_CLASSES; include a dataset file such as '
-                     'datasets/pascal_voc.gin.')
+    raise validation.ConfigurationError(
+        f'The gin files {list(gin_files)} do not set '
+        'NUM_CLASSES; include a dataset file such as '
+        'datasets/pascal_voc.gin.')
   return dataset_info.DatasetInfo()
 
 
@@ -283,3 +323,4 @@ def missing_macros():
     lines.append(f'macro {name} is read by {", ".join(users) or "a binding"} '
                  'but set by no gin file or --gin_param.')
   return lines
+

@@ -8,6 +8,7 @@ from typing import Optional
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.evaluation import eval_summaries
 from official_seg.evaluation import metrics
 from official_seg.export import signatures
@@ -71,8 +72,9 @@ class ModelFnOptions:
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
-      raise ValueError(f'ModelFnOptions.precision={self.precision!r} is not '
-                       f'one of {PRECISIONS}.')
+      raise validation.ConfigurationError(
+          f'ModelFnOptions.precision={self.precision!r} is not '
+          f'one of {PRECISIONS}.')
     averaging.check_decay(self.moving_average_decay)
     _check_quantization(self)
 
@@ -83,13 +85,13 @@ def _check_quantization(options):
   if delay is None:
     return
   if delay != 0:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'ModelFnOptions.quantize_delay_step={delay!r}: only 0 (quantize '
         'from the first step) or None; for a delay, train float, then '
         'fine-tune with quantization from INIT_CHECKPOINT '
         '(docs/deployment.md).')
   if options.precision != 'float32' or options.semi_supervised:
-    raise ValueError(
+    raise validation.ConfigurationError(
         'ModelFnOptions.quantize_delay_step=0 needs ModelFnOptions.precision'
         " = 'float32' and ModelFnOptions.semi_supervised = None.")
 

@@ -6,6 +6,7 @@ import gin
 import tensorflow as tf
 from tensorflow_estimator.python.estimator import run_config as estimator_run_config
 
+from official_seg import validation
 from official_seg.runtime import cluster
 from official_seg.runtime import tpu_estimator
 
@@ -82,7 +83,19 @@ def _with_strategy_cpus(config):
   return config.replace(session_config=session)
 
 
+def _parameter_servers_named(max_worker_delay_secs):
+  return max_worker_delay_secs is None or cluster.parameter_servers()
+
+
 @gin.configurable(denylist=['model_dir', 'tpu_address'])
+@validation.checked(
+    save_checkpoints_steps=validation.POSITIVE_WHOLE,
+    keep_checkpoint_max=validation.WHOLE_AT_LEAST_0,
+    relations=(validation.Relation(
+        ('max_worker_delay_secs',), _parameter_servers_named,
+        'None outside parameter-server training, which TF_CONFIG names with '
+        '"ps" tasks: gin/platforms/parameter_server.gin needs a TF_CONFIG '
+        'cluster with "ps" tasks (docs/distributed.md)'),))
 def build_run_config(model_dir,
                      tpu_address=None,
                      save_checkpoints_steps=1000,
@@ -163,8 +176,9 @@ def build_run_config(model_dir,
       checkpoint_save_graph_def=save_graph_def)
   if not use_tpu_estimator:
     if tpu_address and tpu_address.tpu:
-      raise ValueError('--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '
-                       'add --gin_file=gin/platforms/tpu.gin.')
+      raise validation.ConfigurationError(
+          '--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '
+          'add --gin_file=gin/platforms/tpu.gin.')
     return _with_threads(_with_strategy_cpus(tf.estimator.RunConfig(**common)),
                          inter_op_threads, intra_op_threads)
   resolver = tpu_estimator.cluster_resolver(tpu_address)

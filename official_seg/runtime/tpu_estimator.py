@@ -4,6 +4,8 @@ import contextlib
 
 import tensorflow as tf
 
+from official_seg import validation
+
 tpu = tf.compat.v1.estimator.tpu
 ModeKeys = tf.estimator.ModeKeys
 
@@ -41,7 +43,7 @@ def tpu_config(iterations_per_loop, num_shards, per_host_input, on_tpu):
   """
   names = ('PER_SHARD_V1', 'PER_HOST_V1', 'PER_HOST_V2', 'BROADCAST')
   if per_host_input not in names:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'build_run_config.per_host_input_for_training={per_host_input!r} is '
         f'not one of {names}.')
   # SLICED: host 0 reads the eval split once and each core gets a slice of

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from official_seg import validation
+
 # The `weights` field of metrics.jsonl records: which weights were scored.
 RAW = 'raw'
 MOVING_AVERAGE = 'moving_average'
@@ -25,8 +27,9 @@ def check_decay(decay):
     return
   if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not (
       0.0 < decay < 1.0):
-    raise ValueError(f'{_BINDING}={decay!r}: use a float in (0, 1) such as '
-                     '0.9999 (DeepLab), or None to keep no averages.')
+    raise validation.ConfigurationError(
+        f'{_BINDING}={decay!r}: use a float in (0, 1) such as '
+        '0.9999 (DeepLab), or None to keep no averages.')
 
 
 def scored_weights(decay):
@@ -112,7 +115,7 @@ def check_checkpoint(model_dir, variables, decay):
   keys = tf.train.load_checkpoint(latest).get_variable_to_shape_map()
   missing = [average_name(v) for v in variables if average_name(v) not in keys]
   if missing:
-    raise ValueError(
+    raise validation.ConfigurationError(
         f'{_BINDING}={decay} but the checkpoint {latest} has no moving '
         f'averages ({len(missing)} missing, e.g. {missing[0]}): it was '
         'trained without them. Train into a new --model_dir (with '

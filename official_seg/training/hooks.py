@@ -3,6 +3,8 @@
 import gin
 import tensorflow as tf
 
+from official_seg import validation
+
 
 class ProfileHook(tf.estimator.SessionRunHook):
   """Traces the steps [start, end) with TensorFlow's profiler.
@@ -68,8 +70,9 @@ def profile_hooks(model_dir, profile_steps=None):
     return []
   if (isinstance(profile_steps, (str, bytes)) or len(profile_steps) != 2
       or not 0 <= profile_steps[0] < profile_steps[1]):
-    raise ValueError(f'profile_hooks.profile_steps must be [start, end] with '
-                     f'0 <= start < end, got {profile_steps!r}.')
+    raise validation.ConfigurationError(
+        f'profile_hooks.profile_steps must be [start, end] with '
+        f'0 <= start < end, got {profile_steps!r}.')
   return [ProfileHook(model_dir, *profile_steps)]
 
 

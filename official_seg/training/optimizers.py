@@ -6,6 +6,8 @@ import gin
 import gin.tf.external_configurables  # pylint: disable=unused-import
 import tensorflow as tf
 
+from official_seg import validation
+
 # gin files name the tf.compat.v1 optimizers that gin.tf registers, e.g.
 # @tf.train.MomentumOptimizer: TPUEstimator's CrossShardOptimizer wraps only
 # tf.compat.v1 optimizers.
@@ -34,13 +36,15 @@ def compile_patterns(patterns, binding):
       compile; the message names `binding`.
   """
   if isinstance(patterns, str):
-    raise ValueError(f'{binding} must be a list of regular expressions, not '
-                     f'the string {patterns!r}; write [{patterns!r}].')
+    raise validation.ConfigurationError(
+        f'{binding} must be a list of regular expressions, not '
+        f'the string {patterns!r}; write [{patterns!r}].')
   try:
     return [re.compile(pattern) for pattern in patterns]
   except re.error as error:
-    raise ValueError(f'{binding}: {error.pattern!r} is not a valid regular '
-                     f'expression ({error}).') from error
+    raise validation.ConfigurationError(
+        f'{binding}: {error.pattern!r} is not a valid regular '
+        f'expression ({error}).') from error
 
 
 @gin.configurable(denylist=['learning_rate', 'use_tpu'])
@@ -84,7 +88,7 @@ def trainable_variables(variables, freeze=()):
   names = [variable_name(v) for v in variables]
   for pattern in patterns:
     if not any(pattern.search(name) for name in names):
-      raise ValueError(
+      raise validation.ConfigurationError(
           f'trainable_variables.freeze: {pattern.pattern!r} matches no '
           f'trainable variable; names look like {names[:2]} and '
           f'{names[-1:]}. Fix or remove the pattern.')

@@ -3,6 +3,8 @@
 import gin
 import tensorflow as tf
 
+from official_seg import validation
+
 # The constant PseudoSeg adds under its joint RMS logit normalisation.
 _RMS_EPSILON = 1e-8
 # Floor of a probability before its log when sharpening.
@@ -71,10 +73,12 @@ class PseudoLabeler:
       ValueError: a temperature <= 0 or a threshold outside [0, 1).
     """
     if temperature <= 0:
-      raise ValueError(f'PseudoLabeler.temperature={temperature} must be > 0.')
+      raise validation.ConfigurationError(
+          f'PseudoLabeler.temperature={temperature} must be > 0.')
     if not 0.0 <= threshold < 1.0:
-      raise ValueError(f'PseudoLabeler.threshold={threshold} must lie in '
-                       '[0, 1); 0 keeps every pixel.')
+      raise validation.ConfigurationError(
+          f'PseudoLabeler.threshold={threshold} must lie in '
+          '[0, 1); 0 keeps every pixel.')
     self.temperature = temperature
     self.soft = soft
     self.threshold = threshold

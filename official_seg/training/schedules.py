@@ -5,6 +5,8 @@ import gin.tf.external_configurables  # pylint: disable=unused-import
 import tensorflow as tf
 from official.modeling.optimization import lr_schedule
 
+from official_seg import validation
+
 # gin.tf registers Keras's decays as @tf.keras.optimizers.schedules.*; the
 # Model Garden adds the linear warm-up that wraps any of them.
 gin.external_configurable(lr_schedule.LinearWarmup, module='schedules')
@@ -70,8 +72,9 @@ def step_decay(base_learning_rate=gin.REQUIRED, train_steps=gin.REQUIRED,
   fractions = list(boundary_fractions)
   if fractions != sorted(set(fractions)) or not all(
       0 < f < 1 for f in fractions):
-    raise ValueError('schedules.step_decay.boundary_fractions must increase '
-                     f'within (0, 1), got {fractions}.')
+    raise validation.ConfigurationError(
+        'schedules.step_decay.boundary_fractions must increase '
+        f'within (0, 1), got {fractions}.')
   return _SCHEDULES.PiecewiseConstantDecay(
       [int(round(f * train_steps)) for f in fractions],
       [base_learning_rate * decay_rate**i for i in range(len(fractions) + 1)])

@@ -10,6 +10,7 @@ import tensorflow as tf
 # checkpoint keys of the matched objects private; the proto holds them.
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from official_seg import validation
 from official_seg.training import optimizers
 
 REPORT_NAME = 'restore_report.json'
@@ -84,7 +85,7 @@ def resolve_checkpoint(path):
       return prefix, tf.train.load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
       pass
-  raise ValueError(
+  raise validation.ConfigurationError(
       f'INIT_CHECKPOINT {path!r} is neither a checkpoint nor a directory '
       'holding one; set it to a checkpoint prefix such as '
       '/runs/voc/model.ckpt-30000 or to its directory.')
@@ -104,14 +105,16 @@ def _selected_modules(model, modules):
     ValueError: an unknown module, or one the model does not have.
   """
   if isinstance(modules, str) or not modules or set(modules) - set(MODULES):
-    raise ValueError(f'warm_start.modules = {modules!r}: use a list of one or '
-                     f'more of {list(MODULES)}.')
+    raise validation.ConfigurationError(
+        f'warm_start.modules = {modules!r}: use a list of one or '
+        f'more of {list(MODULES)}.')
   if 'all' in modules:
     return dict(model.checkpoint_items)
   absent = [name for name in modules if getattr(model, name) is None]
   if absent:
-    raise ValueError(f'warm_start.modules names {absent} but the model has '
-                     'none (build_model.decoder = None); remove it.')
+    raise validation.ConfigurationError(
+        f'warm_start.modules names {absent} but the model has '
+        'none (build_model.decoder = None); remove it.')
   return {name: getattr(model, name) for name in modules}
 
 
@@ -266,7 +269,20 @@ def write_report(model_dir, report):
     json.dump(report, f, indent=2, sort_keys=True)
 
 
+def _names_a_checkpoint(path):
+  if path is None:
+    return True
+  try:
+    resolve_checkpoint(path)
+  except validation.ConfigurationError:
+    return False
+  return True
+
+
 @gin.configurable(denylist=['model', 'model_dir'])
+@validation.checked(init_checkpoint=validation.Expect(
+    _names_a_checkpoint, 'None, a checkpoint prefix such as '
+    '/runs/voc/model.ckpt-30000, or a directory holding one'))
 def warm_start(model, model_dir, init_checkpoint=None, modules=('all',),
                exclusions=(), initialize_last_layer=True, last_layers=(),
                skip_shape_mismatch=False):

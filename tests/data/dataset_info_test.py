@@ -1,11 +1,13 @@
 """DatasetInfo: defaults, checks, frozen fields, the gin files binding it."""
 
 import dataclasses
+import re
 
 from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.runtime import gin_config
 
@@ -41,8 +43,9 @@ class DatasetInfoTest(tf.test.TestCase, parameterized.TestCase):
   def test_class_names_of_another_count_name_both_macros(self, num_classes,
                                                           names, count):
     with self.assertRaisesRegex(
-        ValueError, rf'CLASS_NAMES has {count} names but NUM_CLASSES is '
-        rf'{num_classes}'):
+        validation.ConfigurationError,
+        rf'DatasetInfo.num_classes = {num_classes}, DatasetInfo.class_names '
+        rf'= {re.escape(repr(names))}: expected one class name per class'):
       dataset_info.DatasetInfo(num_classes=num_classes, class_names=names)
 
   @parameterized.named_parameters(
@@ -51,8 +54,10 @@ class DatasetInfoTest(tf.test.TestCase, parameterized.TestCase):
   def test_values_beyond_8_bit_pngs_are_refused(self, num_classes,
                                                 ignore_label):
     with self.assertRaisesRegex(
-        ValueError, rf'NUM_CLASSES={num_classes}, IGNORE_LABEL={ignore_label}'
-        '.*8-bit PNGs'):
+        validation.ConfigurationError,
+        rf'DatasetInfo.(num_classes = {num_classes}|ignore_label = '
+        rf'{ignore_label}): expected a whole number from .* \(labels are '
+        '8-bit PNGs\)'):
       dataset_info.DatasetInfo(num_classes=num_classes,
                                ignore_label=ignore_label)
 

@@ -10,64 +10,85 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import preprocess
+from official_seg.modeling import inference
 from official_seg.runtime import config_checks
+from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
-# (name, extra bindings, extra flags, exit status, what stderr must say).
-# Every case runs the binary in --mode=train_and_eval on tiny data of
-# images 24-40 pixels with 4 classes; none may train a step.
+# (name, extra bindings, extra gin files, TPU flags, what the error says).
+# Each runs in-process what the binary runs before any work (parse, the
+# checks, then experiment.run up to its data check) on tiny data of images
+# 24-40 pixels with 4 classes; each must raise ConfigurationError, which
+# the binary turns into exit status 2 and its message (BinaryTest).
 _MISTAKES = (
-    ('macro_typo', ['TRAIN_STEP = 10'], [], 2,
+    ('macro_typo', ['TRAIN_STEP = 10'], [], {},
      r'macro TRAIN_STEP \(set at --gin_param="TRAIN_STEP = 10"\).*'
      r'did you mean TRAIN_STEPS\?'),
-    ('learning_rate_text', ["BASE_LEARNING_RATE = 'fast'"], [], 2,
+    ('learning_rate_text', ["BASE_LEARNING_RATE = 'fast'"], [], {},
      r"BASE_LEARNING_RATE = 'fast': expected a number >= 0"),
-    ('crop_of_one_number', ['CROP_SIZE = [100]'], [], 2,
+    ('crop_of_one_number', ['CROP_SIZE = [100]'], [], {},
      r'CROP_SIZE \(train/Parser.crop_size\) = \[100\]: expected two'),
-    ('crop_of_zeros', ['CROP_SIZE = [0, 0]'], [], 2,
+    ('crop_of_zeros', ['CROP_SIZE = [0, 0]'], [], {},
      r'CROP_SIZE \(train/Parser.crop_size\) = \[0, 0\]'),
-    ('batch_of_zero', ['TRAIN_BATCH_SIZE = 0'], [], 2,
+    ('batch_of_zero', ['TRAIN_BATCH_SIZE = 0'], [], {},
      r'TRAIN_BATCH_SIZE \(build_estimator.train_batch_size\) = 0: expected '
      r'a positive whole number'),
-    ('eval_batch_negative', ['EVAL_BATCH_SIZE = -2'], [], 2,
+    ('eval_batch_negative', ['EVAL_BATCH_SIZE = -2'], [], {},
      r'EVAL_BATCH_SIZE \(build_estimator.eval_batch_size\) = -2'),
-    ('negative_steps', ['TRAIN_STEPS = -5'], [], 2,
+    ('negative_steps', ['TRAIN_STEPS = -5'], [], {},
      r'TRAIN_STEPS \(run.train_steps\) = -5'),
-    ('eval_crop_too_small', ['EVAL_CROP_SIZE = [17, 17]'], [], 2,
-     r"EVAL_CROP_SIZE \(eval/Parser.crop_size\) = \[17, 17\] is smaller than "
-     r"the largest image of split 'val'"),
+    ('eval_crop_too_small', ['EVAL_CROP_SIZE = [17, 17]'], [], {},
+     r"EVAL_CROP_SIZE \(eval/Parser.crop_size\) = \[17, 17\] is smaller "
+     r"than the largest image of split 'val'"),
     ('too_few_classes', ['NUM_CLASSES = 3', "CLASS_NAMES = ['a', 'b', 'c']"],
-     [], 2, r"NUM_CLASSES = 3, but the labels of split 'train' go up to "
+     [], {}, r"NUM_CLASSES = 3, but the labels of split 'train' go up to "
      r'class 3'),
-    ('class_names_count', ['NUM_CLASSES = 5'], [], 2,
-     r'CLASS_NAMES has 4 names but NUM_CLASSES is 5'),
-    ('ignore_label_range', ['IGNORE_LABEL = 300'], [], 2,
+    ('class_names_count', ['NUM_CLASSES = 5'], [], {},
+     r'NUM_CLASSES \(DatasetInfo.num_classes\) = 5, CLASS_NAMES '
+     r'\(DatasetInfo.class_names\) = .*: expected one class name per class'),
+    ('ignore_label_range', ['IGNORE_LABEL = 300'], [], {},
      r'IGNORE_LABEL \(DatasetInfo.ignore_label\) = 300'),
-    ('scale_range_reversed', ['train/Parser.min_scale_factor = 2.0'], [], 2,
-     r'train/Parser.min_scale_factor = 2.0 is larger than '
-     r'train/Parser.max_scale_factor'),
-    ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], 2,
+    ('scale_range_reversed', ['train/Parser.min_scale_factor = 2.0'], [], {},
+     r'train/Parser.min_scale_factor = 2.0, .*train/Parser.max_scale_factor'
+     r'\) = .*: expected min <= max'),
+    ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], {},
      r'predict_probabilities.eval_scales = \[\]: expected a list'),
-    ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], 2,
-     r'crop_sise'),
-    ('tpu_zone_without_tpu', [], ['--tpu_zone=europe-west4-a'], 2,
+    ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], {}, r'crop_sise'),
+    ('tpu_zone_without_tpu', [], [], {'tpu_zone': 'europe-west4-a'},
      r'--tpu_zone or --gcp_project is set but --tpu names no TPU'),
-    ('ps_platform_without_cluster', [],
-     ['--gin_file=gin/platforms/parameter_server.gin'], 2,
-     r'parameter_server.gin needs a TF_CONFIG cluster with "ps" tasks'),
+    ('ps_platform_without_cluster', [], ['platforms/parameter_server.gin'],
+     {}, r'build_run_config.max_worker_delay_secs = 60: expected None outside'
+     r'.*parameter_server.gin needs a TF_CONFIG cluster with "ps" tasks'),
     ('sync_batch_norm_over_merging_all_reduce',
      ['tf.distribute.MirroredStrategy.cross_device_ops = '
       '@tf.distribute.HierarchicalCopyAllReduce()'],
-     ['--gin_file=gin/platforms/multi_gpu.gin'], 2,
-     r'cross_device_ops = HierarchicalCopyAllReduce\(\) cannot build a step '
-     r'with synchronised batch norm \(USE_SYNC_BN'),
-    ('missing_split', ["EVAL_SPLIT = 'valid'"], [], 1,
+     ['platforms/multi_gpu.gin'],
+     {}, r'cross_device_ops = HierarchicalCopyAllReduce\(\) cannot build a '
+     r'step with synchronised batch norm \(USE_SYNC_BN'),
+    ('missing_split', ["EVAL_SPLIT = 'valid'"], [], {},
      r'No TFRecord shards match .*valid-\?\?\?\?\?-of-'),
-    ('missing_gin_file', [], ['--gin_file=gin/experiments/quickstrat.gin'], 2,
+    ('missing_gin_file', [], ['experiments/quickstrat.gin'], {},
      r'quickstrat.gin'),
+    ('import_of_no_module', [], ['{tmp}/typo.gin'], {},
+     r"No module named 'official_seg.runtime.experimnt'"),
+    ('typo_in_gin_file', [], ['{tmp}/mine.gin'], {},
+     r'(?s)build_modle.*mine\.gin.*line 3'),
+    ('init_checkpoint_missing', ["INIT_CHECKPOINT = '{tmp}/nope.ckpt'"], [],
+     {}, r"INIT_CHECKPOINT \(warm_start.init_checkpoint\) = '.*/nope.ckpt': "
+     r'expected None, a checkpoint prefix'),
+    ('init_checkpoint_empty_folder', ["INIT_CHECKPOINT = '{tmp}'"], [], {},
+     r'INIT_CHECKPOINT \(warm_start.init_checkpoint\) = .*: expected None'),
+    ('checkpoint_flag_missing', [], [], {'checkpoint': '/nope/model.ckpt-3'},
+     r'--checkpoint=/nope/model.ckpt-3 names no checkpoint'),
+    ('unknown_palette', ["DatasetInfo.palette = 'viridis'"], [], {},
+     r"DatasetInfo.palette = 'viridis': expected None, one of"),
+    ('data_dir_without_shards', ["DATA_DIR = '{tmp}'"], [], {},
+     r'No TFRecord shards match .*/train-\?\?\?\?\?-of-\?\?\?\?\?'
+     r'\.tfrecord'),
 )
 
 
@@ -77,22 +98,33 @@ def _png(path, array):
 
 
 class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
-  """Each mistake through the real binary: exit status, message, no trace."""
+  """Each mistake stops before any work with our error, naming it."""
+
+  def _stops(self, bindings, files, flags):
+    tmp = self.create_tempdir().full_path
+    with open(os.path.join(tmp, 'typo.gin'), 'w') as f:
+      f.write('import official_seg.runtime.experimnt\n')
+    with open(os.path.join(tmp, 'mine.gin'), 'w') as f:
+      f.write("include 'experiments/quickstart.gin'\n\n"
+              'build_modle.weight_decay = 0.1\n')
+    files = ['experiments/quickstart.gin'] + [f.format(tmp=tmp) for f in files]
+    params = testing_utils.tiny_bindings(
+        self.data_dir, extra=[b.format(tmp=tmp) for b in bindings])
+    model_dir = os.path.join(tmp, 'model')
+    with self.assertRaises(validation.ConfigurationError) as raised:
+      # What train_and_eval.main runs before any work, in its order.
+      gin_config.parse(files, params, finalize=False)
+      config_checks.check_configuration(files, params)
+      config_checks.check_platform(flags.get('tpu'), flags.get('tpu_zone'),
+                                   flags.get('gcp_project'))
+      config_checks.check_checkpoint(flags.get('checkpoint'))
+      experiment.run('train_and_eval', model_dir)
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+    return str(raised.exception)
 
   @parameterized.named_parameters(*_MISTAKES)
-  def test_binary_stops_before_training(self, bindings, flags, status,
-                                        message):
-    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    command = testing_utils.binary_command(
-        model_dir, testing_utils.tiny_bindings(self.data_dir, extra=bindings),
-        'train_and_eval') + flags
-    result = subprocess.run(command, cwd=testing_utils.REPO,
-                            capture_output=True, text=True, check=False,
-                            timeout=testing_utils.BINARY_TIMEOUT_SECS)
-    self.assertEqual(result.returncode, status, result.stderr)
-    self.assertRegex(result.stderr, message)
-    self.assertNotIn('Traceback', result.stderr)
-    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+  def test_stops_before_training(self, bindings, files, flags, message):
+    self.assertRegex(self._stops(bindings, files, flags), message)
 
   def test_model_dir_that_cannot_be_created_names_it(self):
     blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
@@ -134,6 +166,102 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertNotIn('Traceback', result.stderr)
 
 
+# The binary with a bug injected into library code that a builder calls: a
+# ValueError, the type a user's mistake used to be reported with.
+_INJECTED_BUG = """
+import sys
+from official_seg.data import input_fn
+def broken(*args, **kwargs):
+  raise ValueError('an injected bug inside library code')
+input_fn.make_parser = broken
+from official_seg import train_and_eval
+sys.argv = ['train_and_eval'] + sys.argv[1:]
+train_and_eval.run()
+"""
+
+
+class BinaryTest(testing_utils.TinyDataTestCase):
+  """What only a process shows: exit status and stderr, once per kind."""
+
+  def _run(self, bindings, driver=None):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    result = testing_utils.run_binary(
+        model_dir, testing_utils.tiny_bindings(self.data_dir, extra=bindings),
+        driver=driver)
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+    return result
+
+  def test_mistake_exits_2_with_its_line_and_no_traceback(self):
+    result = self._run(['TRAIN_STEPS = -5'])
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertTrue(result.stderr.endswith(
+        'Invalid configuration:\nTRAIN_STEPS (run.train_steps) = -5: '
+        'expected a positive whole number.\n'), result.stderr[-3000:])
+    self.assertNotIn('Traceback', result.stderr)
+
+  def test_bug_in_a_builder_exits_1_with_its_traceback(self):
+    result = self._run([], driver=_INJECTED_BUG)
+    self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+    self.assertIn('Traceback (most recent call last)', result.stderr)
+    self.assertIn('ValueError: an injected bug inside library code',
+                  result.stderr)
+    self.assertIn('in build_estimator', result.stderr)
+    self.assertNotIn('Invalid configuration', result.stderr)
+    self.assertRegex(result.stderr.splitlines()[-1],
+                     r'^This is a bug in official_seg, not a mistake in your '
+                     r'settings\. .*--gin_file=gin/experiments/quickstart.gin'
+                     r'.*--gin_param="TRAIN_STEPS = 3"')
+
+
+class ValidationTest(tf.test.TestCase):
+  """Checks live in the configurable; the check before the run calls them."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_a_check_of_a_renamed_parameter_fails_at_import(self):
+    def build(batch_size=1):  # Was `train_batch_size`.
+      return batch_size
+    with self.assertRaisesRegex(TypeError, r"takes no parameter "
+                                r"\['train_batch_size'\]"):
+      validation.checked(train_batch_size=validation.POSITIVE_WHOLE)(build)
+
+  def test_the_check_before_the_run_calls_every_bound_configurable(self):
+    def scratch_builder(size=4, other=1):
+      return size, other
+    validation.checked(size=validation.POSITIVE_WHOLE)(scratch_builder)
+    configurable = gin.external_configurable(
+        scratch_builder, module='scratch')
+    self.addCleanup(validation._CHECKS.pop, scratch_builder)  # pylint: disable=protected-access
+    del configurable
+    gin.parse_config(['scratch.scratch_builder.size = 0',
+                      'inner/scratch.scratch_builder.other = 2'])
+    self.assertIn('scratch.scratch_builder.size = 0: expected a positive '
+                  'whole number.', config_checks.value_problems())
+    gin.clear_config()
+    gin.parse_config(['scratch.scratch_builder.size = 3'])
+    self.assertNotIn('scratch', ' '.join(config_checks.value_problems()))
+
+  def test_a_bug_in_a_module_a_gin_file_imports_keeps_its_type(self):
+    folder = self.create_tempdir().full_path
+    with open(os.path.join(folder, 'buggy_module_for_test.py'), 'w') as f:
+      f.write("raise TypeError('a bug at import')\n")
+    with open(os.path.join(folder, 'buggy.gin'), 'w') as f:
+      f.write('import buggy_module_for_test\n')
+    sys.path.insert(0, folder)
+    self.addCleanup(sys.path.remove, folder)
+    with self.assertRaisesRegex(TypeError, 'a bug at import'):
+      gin_config.parse([os.path.join(folder, 'buggy.gin')], [],
+                       finalize=False)
+
+  def test_eval_scales_are_checked_by_their_owner_alone(self):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                r'predict_probabilities.eval_scales = '
+                                r'\(0.5, -1\): expected a list of positive'):
+      inference.predict_probabilities(None, None, eval_scales=(0.5, -1))
+
+
 class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   """The checks themselves, without a process."""
 
@@ -154,9 +282,11 @@ class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     lines = str(raised.exception).splitlines()
     self.assertLen(lines, 3)
     self.assertRegex(lines[0], r'^macro WARMUP_STEPS .* used by no binding')
-    self.assertIn('TRAIN_STEPS (run.train_steps) = 0', lines[1])
-    self.assertIn('TRAIN_BATCH_SIZE (build_estimator.train_batch_size) = '
-                  '1.5', lines[2])
+    self.assertCountEqual(lines[1:], [
+        'TRAIN_STEPS (run.train_steps) = 0: expected a positive whole '
+        'number.',
+        'TRAIN_BATCH_SIZE (build_estimator.train_batch_size) = 1.5: '
+        'expected a positive whole number.'])
 
   def test_a_macro_set_nowhere_names_its_reader(self):
     gin.clear_config()
@@ -197,8 +327,8 @@ class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertEqual(config_checks.strategy_problems(), [
         f'tf.distribute.MirroredStrategy.cross_device_ops = {all_reduce}() '
         'cannot build a step with synchronised batch norm (USE_SYNC_BN '
-        '(backbones.MobileNet.use_sync_bn) = True): set USE_SYNC_BN = False, '
-        'or keep the default all-reduce (docs/distributed.md).'])
+        '(backbones.DilatedResNet.use_sync_bn) = True): set USE_SYNC_BN = '
+        'False, or keep the default all-reduce (docs/distributed.md).'])
     self._parse(bound + ['USE_SYNC_BN = False'], files)
     self.assertEmpty(config_checks.strategy_problems())
     self._parse([], files)  # The default all-reduce.

@@ -81,7 +81,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
   def test_missing_split_names_the_pattern(self):
     empty = self.create_tempdir().full_path
     testing_utils.parse_tiny_quickstart(empty)
-    with self.assertRaisesRegex(FileNotFoundError,
+    with self.assertRaisesRegex(config_checks.ConfigurationError,
                                 f'{empty}/train-.....-of-.....'):
       dry_run.run(self.model_dir)
 

@@ -1,12 +1,15 @@
 """Every shipped gin file parses and builds its model and learning rate."""
 
 import glob
+import json
 import os
+from unittest import mock
 
 from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
@@ -54,6 +57,10 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters(*_FILES)
   def test_parses_and_builds(self, name):
     gin_config.parse(_files_for(name), _macros_for(name), finalize=False)
+    if 'parameter_server' in name:  # Its settings need a "ps" cluster.
+      self.enter_context(mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(
+          {'cluster': {'chief': ['h:1'], 'ps': ['h:2']},
+           'task': {'type': 'chief', 'index': 0}})}))
     # No shipped file sets a macro nothing reads, or reads one nothing sets,
     # or binds a value of the wrong form.
     config_checks.check_configuration(_files_for(name), _macros_for(name))
@@ -86,7 +93,7 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
       gin_config.parse([path], [])
 
   def test_missing_gin_file_names_both_places(self):
-    with self.assertRaisesRegex(FileNotFoundError, 'nope.gin'):
+    with self.assertRaisesRegex(validation.ConfigurationError, 'nope.gin'):
       gin_config.parse(['gin/experiments/nope.gin'], [])
 
 

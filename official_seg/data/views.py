@@ -10,6 +10,11 @@ from official.vision.ops import preprocess_ops
 from official_seg.data import image_ops
 from official_seg.data import preprocess
 
+# The unlabeled stream's ground truth, for monitors only: no loss may read a
+# feature under this prefix (tests/training/semi_supervised_test.py poisons
+# them and checks every gradient). Training features are under UNLABELED.
+MONITOR = 'monitor/'
+UNLABELED = 'unlabeled/'
 # UniMatch's obtain_cutmix_box: area share and aspect ratio of a CutMix box.
 CUTMIX_AREA = (0.02, 0.4)
 CUTMIX_RATIO = (0.3, 1 / 0.3)
@@ -133,6 +138,16 @@ class UnlabeledParser(preprocess.Parser):
         mean_rgb=mean_rgb, stddev_rgb=stddev_rgb)
     self._strong_jitter = strong_jitter
     self._cutout_size = int(round(cutout_fraction * min(self._crop_size)))
+
+  @property
+  def num_classes(self):
+    """The dataset's class count, or None when not given."""
+    return self._num_classes
+
+  @property
+  def ignore_label(self):
+    """The dataset's ignore label."""
+    return self._ignore_label
 
   def __call__(self, decoded, seed=None):
     """Maps a decoded example (`tfexample.Decoder`) to (features, label).
@@ -309,6 +324,47 @@ class UnlabeledStream:
     return self.batch_size // replicas
 
 
+def class_lists(labels, num_classes, ignore_label):
+  """Which foreground classes occur in each label map (image-level labels).
+
+  Args:
+    labels: int [B, H, W, 1].
+    num_classes: int C, background 0 included.
+    ignore_label: int; its pixels count for no class.
+
+  Returns:
+    float32 [B, C-1]: entry c-1 is 1 where class c occurs.
+  """
+  flat = tf.reshape(tf.cast(labels, tf.int32), [tf.shape(labels)[0], -1])
+  # Ignore pixels become class C, which the counts leave out.
+  flat = tf.where(tf.equal(flat, ignore_label), num_classes, flat)
+  counts = tf.math.bincount(flat, minlength=num_classes,
+                            maxlength=num_classes, binary_output=True,
+                            axis=-1, dtype=tf.float32)
+  return counts[:, 1:]
+
+
+def _merge(labeled, unlabeled, parser):
+  """The labeled batch's features plus the unlabeled batch's, namespaced.
+
+  The unlabeled label maps go under `MONITOR` only; what weakly supervised
+  training may read of them, their class lists (as PseudoSeg simulates
+  image-level labels), goes under `UNLABELED` when the class count is known.
+  """
+  (features, labels), (more, label) = labeled, unlabeled
+  features = dict(features)
+  strong_label = more.pop('strong_label')
+  features.update({UNLABELED + key: value for key, value in more.items()})
+  features[MONITOR + 'unlabeled_label'] = label
+  features[MONITOR + 'unlabeled_strong_label'] = strong_label
+  if parser.num_classes is not None:
+    for key, value in (('class_labels', label),
+                       ('strong_class_labels', strong_label)):
+      features[UNLABELED + key] = class_lists(value, parser.num_classes,
+                                              parser.ignore_label)
+  return features, labels
+
+
 def zip_unlabeled(labeled, stream, batch_size, build):
   """Zips an unlabeled stream's batches into the labeled ones, after CutMix.
 
@@ -321,7 +377,10 @@ def zip_unlabeled(labeled, stream, batch_size, build):
 
   Returns:
     A dataset of (features, labels): the labeled ones, plus each unlabeled
-    feature under 'unlabeled/<key>' and its label under 'unlabeled/label'.
+    feature under 'unlabeled/<key>' but the label maps, which go under
+    'monitor/unlabeled_label' and 'monitor/unlabeled_strong_label'; with
+    the parser's class count, 'unlabeled/class_labels' and
+    'unlabeled/strong_class_labels' (`class_lists` of the two).
 
   Raises:
     ValueError: the replicas cannot split the unlabeled batch.
@@ -336,12 +395,5 @@ def zip_unlabeled(labeled, stream, batch_size, build):
         f'shards. {error}') from error
   unlabeled = unlabeled.map(
       lambda f, l: cutmix(f, l, stream.cutmix_probability))
-
-  def merge(labeled, unlabeled):
-    (features, labels), (more, label) = labeled, unlabeled
-    features = dict(features)
-    features.update({f'unlabeled/{key}': value for key, value in more.items()})
-    features['unlabeled/label'] = label
-    return features, labels
-
-  return tf.data.Dataset.zip((labeled, unlabeled)).map(merge)
+  return tf.data.Dataset.zip((labeled, unlabeled)).map(
+      lambda both, more: _merge(both, more, stream.parser))

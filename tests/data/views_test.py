@@ -257,13 +257,23 @@ class CutMixTest(tf.test.TestCase):
     seed = tf.constant([8, 1])
     mixed, mixed_labels = views.cutmix(
         {k: tf.constant(v) for k, v in features.items()}, labels, 0.7, seed)
-    apply, boxes = [t.numpy() for t in views.cutmix_boxes(3, (12, 14), 0.7,
-                                                          seed)]
+    # The boxes from the same uniform draws, by UniMatch's formulas in
+    # NumPy (float32, as the draws): area share, aspect ratio, corner.
+    draws = tf.random.stateless_uniform([3, 5], seed).numpy()
+    area = (np.float32(0.02) + draws[:, 0] * np.float32(0.38)) * 12 * 14
+    ratio = np.float32(0.3) + draws[:, 1] * np.float32(1 / 0.3 - 0.3)
+    tops, lefts = np.floor(draws[:, 2] * 12), np.floor(draws[:, 3] * 14)
+    heights, widths = np.floor(np.sqrt(area * ratio)), np.floor(
+        np.sqrt(area / ratio))
+    apply = draws[:, 4] < 0.7
     self.assertBetween(apply.sum(), 1, 2)  # This seed pastes into some.
     mask = np.zeros((3, 12, 14, 1), np.float32)
-    for i, (top, left, height, width) in enumerate(boxes):
+    for i in range(3):
+      top, left, height, width = [int(v[i]) for v in (tops, lefts, heights,
+                                                      widths)]
       if apply[i]:
         mask[i, top:top + height, left:left + width] = 1
+    self.assertGreater(mask.sum(), 0)
     partner = np.where(apply, [1, 2, 0], [0, 1, 2])
     self.assertAllEqual(mixed['mix_index'], partner)
     self.assertAllEqual(mixed['mix_mask'], mask)
@@ -290,12 +300,51 @@ class CutMixTest(tf.test.TestCase):
     features, labels = next(iter(batch))
     mixed, _ = views.cutmix(features, labels, 1.0, [2, 2])
     self.assertGreater(mixed['mix_mask'].numpy().sum(), 0)
-    followed = views.mix(labels, mixed['mix_index'], mixed['mix_mask'])
+    index, inside = mixed['mix_index'].numpy(), mixed['mix_mask'].numpy() > 0
+    self.assertNotAllEqual(index, np.arange(4))
+    followed = np.where(inside, labels.numpy()[index], labels.numpy())
     kept = mixed['strong_valid'].numpy() > 0
-    self.assertAllEqual(followed.numpy()[kept],
+    self.assertAllEqual(followed[kept],
                         mixed['strong_label'].numpy()[kept])
     self.assertTrue((mixed['strong_label'].numpy()[~kept] == _IGNORE).all())
-    self.assertTrue((followed.numpy()[~kept] != _IGNORE).any())
+    self.assertTrue((followed[~kept] != _IGNORE).any())
+
+  def test_mix_follows_the_partner_inside_the_mask(self):
+    values = np.arange(3 * 2 * 2 * 1, dtype=np.int32).reshape(3, 2, 2, 1)
+    mask = np.zeros((3, 2, 2, 1), np.float32)
+    mask[0, 0, 1] = mask[2, 1, 0] = 1
+    mixed = views.mix(values, tf.constant([1, 1, 0]), mask).numpy()
+    expected = values.copy()
+    expected[0, 0, 1] = values[1, 0, 1]
+    expected[2, 1, 0] = values[0, 1, 0]
+    self.assertAllEqual(mixed, expected)
+
+
+class MergeTest(tf.test.TestCase):
+
+  def test_ground_truth_only_under_monitor_and_class_lists(self):
+    rng = np.random.default_rng(1)
+    label = rng.integers(0, 3, (2, 5, 6, 1)).astype(np.int32)
+    label[0][label[0] == 2] = _IGNORE  # Image 0 holds classes 0 and 1.
+    strong_label = np.full_like(label, _IGNORE)
+    strong_label[1, 0, 0] = 3
+    parser = views.UnlabeledParser(_IGNORE, 5, crop_size=(5, 6))
+    labeled = ({'image': tf.zeros([2, 5, 6, 3])}, tf.zeros([2, 5, 6, 1]))
+    unlabeled = ({'image': tf.ones([2, 5, 6, 3]),
+                  'strong_label': tf.constant(strong_label)},
+                 tf.constant(label))
+    features, _ = views._merge(labeled, unlabeled, parser)  # pylint: disable=protected-access
+    self.assertCountEqual(features, [
+        'image', 'unlabeled/image', 'monitor/unlabeled_label',
+        'monitor/unlabeled_strong_label', 'unlabeled/class_labels',
+        'unlabeled/strong_class_labels'])
+    self.assertAllEqual(features['monitor/unlabeled_label'], label)
+    self.assertAllEqual(features['monitor/unlabeled_strong_label'],
+                        strong_label)
+    self.assertAllEqual(features['unlabeled/class_labels'],
+                        [[1, 0, 0, 0], [1, 1, 0, 0]])
+    self.assertAllEqual(features['unlabeled/strong_class_labels'],
+                        [[0, 0, 0, 0], [0, 0, 1, 0]])
 
 
 if __name__ == '__main__':

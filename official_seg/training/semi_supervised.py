@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import gin
 import tensorflow as tf
 
+from official_seg.data import cutmix
 from official_seg.data import palettes
 from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
@@ -303,8 +304,8 @@ def build_step(model, features, labels, training, dataset, options,
   # pseudo labels are pasted alike.
   mix_index = features[UNLABELED + 'mix_index']
   mix_mask = features[UNLABELED + 'mix_mask']
-  targets = views.mix(targets, mix_index, mix_mask)
-  kept = views.mix(kept[..., None], mix_index, mix_mask)[..., 0]
+  targets = cutmix.mix(targets, mix_index, mix_mask)
+  kept = cutmix.mix(kept[..., None], mix_index, mix_mask)[..., 0]
   valid = features[UNLABELED + 'strong_valid'][..., 0]
   weight = options.unlabeled_weight * pseudo_labels.rampup(
       global_step, options.rampup_steps)

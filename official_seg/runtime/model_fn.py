@@ -276,6 +276,11 @@ def make_model_fn(dataset, options):
     whether this runs on a real TPU; config.model_dir receives summaries.
   """
   def model_fn(features, labels, mode, params, config):
+    if config.tf_random_seed is not None:
+      # Keras draws the seeds of unseeded initializers from Python's random
+      # module, not from the graph seed: seeding it too makes the initial
+      # weights those of the seed (build_run_config.tf_random_seed).
+      tf.keras.utils.set_random_seed(config.tf_random_seed)
     with keras_policy(options.precision), tpu_estimator.cross_shard_context(
         mode, params):
       return _build_spec(dataset, options, features, labels, mode, params,

@@ -40,7 +40,7 @@ def _shape_mask(rng, class_id, height, width):
   return (dy >= 0) & (yy <= cy + size) & (np.abs(xx - cx) <= dy * 0.6)
 
 
-def _ignore_borders(label, band):
+def ignore_borders(label, band):
   """Marks pixels within `band` of a class boundary as ignore, as VOC does."""
   height, width = label.shape
   padded = np.pad(label, band, mode='edge')
@@ -78,7 +78,7 @@ def make_sample(rng, min_size=72, max_size=144, max_shapes=4, band=1):
     image = np.where(mask[..., None], colour + shading, image)
     label[mask] = class_id
   image = np.clip(image, 0, 255).astype(np.uint8)
-  return image, _ignore_borders(label, band)
+  return image, ignore_borders(label, band)
 
 
 def examples(num_images, seed, image_format='jpeg', tally=None,

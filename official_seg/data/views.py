@@ -1,4 +1,4 @@
-"""Unlabeled examples: pixel-aligned weak and strong views, cutout, CutMix."""
+"""Unlabeled examples: pixel-aligned weak and strong views, cutout; the unlabeled stream."""
 
 import dataclasses
 import functools
@@ -8,14 +8,15 @@ import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
 from official_seg import validation
+from official_seg.data import cutmix as cutmix_lib
 from official_seg.data import image_ops
 from official_seg.data import preprocess
 
-# UniMatch's obtain_cutmix_box: area share and aspect ratio of a CutMix box.
-CUTMIX_AREA = (0.02, 0.4)
-CUTMIX_RATIO = (0.3, 1 / 0.3)
-
-
+# The unlabeled stream's ground truth, for monitors only: no loss may read a
+# feature under this prefix (tests/training/semi_supervised_test.py poisons
+# them and checks every gradient). Training features are under UNLABELED.
+MONITOR = 'monitor/'
+UNLABELED = 'unlabeled/'
 @gin.configurable(denylist=['image', 'seed'])
 def color_jitter(image, seed, brightness=0.5, contrast=(0.5, 1.5),
                  saturation=(0.5, 1.5), hue=0.25):
@@ -135,6 +136,16 @@ class UnlabeledParser(preprocess.Parser):
     self._strong_jitter = strong_jitter
     self._cutout_size = int(round(cutout_fraction * min(self._crop_size)))
 
+  @property
+  def num_classes(self):
+    """The dataset's class count, or None when not given."""
+    return self._num_classes
+
+  @property
+  def ignore_label(self):
+    """The dataset's ignore label."""
+    return self._ignore_label
+
   def __call__(self, decoded, seed=None):
     """Maps a decoded example (`tfexample.Decoder`) to (features, label).
 
@@ -153,7 +164,7 @@ class UnlabeledParser(preprocess.Parser):
         [H, W, 1] (1 on image pixels, 0 on padding); 'strong_valid' (that
         times the cutout mask); 'strong_label' int32 [H, W, 1] (ignore in
         the cutout); 'mix_index' int32 scalar 0 and 'mix_mask' float32
-        [H, W, 1] zeros (see `cutmix`); 'height', 'width', 'valid' as the
+        [H, W, 1] zeros (see `cutmix.cutmix`); 'height', 'width', 'valid' as the
         Parser's.
       label: int32 [H, W, 1], the weak view's label, for monitoring only.
     """
@@ -193,90 +204,6 @@ class UnlabeledParser(preprocess.Parser):
     return features, label
 
 
-def cutmix_boxes(batch_size, size, probability, seed=None):
-  """Draws one CutMix box per example, as UniMatch's obtain_cutmix_box.
-
-  UniMatch redraws until the box fits; here the box is clipped to the crop
-  instead, so the draw is one fixed set of ops.
-
-  Args:
-    batch_size: int or int32 scalar, B.
-    size: (H, W) ints or int32 [2], the crop size.
-    probability: float, the chance that an example gets a box.
-    seed: optional int32 or int64 [2], a stateless seed; None draws afresh.
-
-  Returns:
-    (apply bool [B], boxes int32 [B, 4]: top, left, height, width, unclipped;
-     area height * width is a uniform share in CUTMIX_AREA of H * W, and
-     height / width about a uniform ratio in CUTMIX_RATIO).
-  """
-  shape = tf.stack([batch_size, 5])
-  if seed is None:
-    draws = tf.random.uniform(shape)
-  else:
-    draws = tf.random.stateless_uniform(shape, seed)
-  size = tf.cast(tf.convert_to_tensor(size), tf.float32)
-  area = (CUTMIX_AREA[0] + draws[:, 0] * (CUTMIX_AREA[1] - CUTMIX_AREA[0])
-          ) * size[0] * size[1]
-  ratio = CUTMIX_RATIO[0] + draws[:, 1] * (CUTMIX_RATIO[1] - CUTMIX_RATIO[0])
-  boxes = tf.stack([draws[:, 2] * size[0], draws[:, 3] * size[1],
-                    tf.sqrt(area * ratio), tf.sqrt(area / ratio)], axis=1)
-  return draws[:, 4] < probability, tf.cast(tf.floor(boxes), tf.int32)
-
-
-def cutmix(features, labels, probability, seed=None):
-  """Pastes a box of the next example of the batch into each strong view.
-
-  Args:
-    features: dict of a batch from `UnlabeledParser`, B examples.
-    labels: int32 [B, H, W, 1], returned unchanged.
-    probability: float, the chance that an example gets a box.
-    seed: optional int32 or int64 [2], a stateless seed; None draws afresh.
-
-  Returns:
-    (features, labels): 'strong_image', 'strong_valid' and 'strong_label'
-    take the partner's pixels (partner (i + 1) % B) inside each box;
-    'mix_index' int32 [B] is the partner (the example itself when nothing
-    was pasted) and 'mix_mask' float32 [B, H, W, 1] is 1 on pasted pixels.
-  """
-  features = dict(features)
-  shape = tf.shape(features['strong_label'])
-  own = tf.range(shape[0])
-  if not probability:
-    features['mix_index'] = own
-    features['mix_mask'] = tf.zeros_like(features['strong_valid'])
-    return features, labels
-  apply, boxes = cutmix_boxes(shape[0], shape[1:3], probability, seed)
-  partner = (own + 1) % shape[0]
-  apply = apply & (partner != own)  # A batch of one has no partner.
-  top, left, height, width = [boxes[:, i, None, None] for i in range(4)]
-  rows = tf.range(shape[1])[None, :, None]
-  cols = tf.range(shape[2])[None, None, :]
-  inside = ((rows >= top) & (rows < top + height) & (cols >= left) &
-            (cols < left + width) & apply[:, None, None])
-  features['mix_index'] = tf.where(apply, partner, own)
-  features['mix_mask'] = tf.cast(inside, tf.float32)[..., None]
-  for key in ('strong_image', 'strong_valid', 'strong_label'):
-    features[key] = mix(features[key], features['mix_index'],
-                        features['mix_mask'])
-  return features, labels
-
-
-def mix(tensor, mix_index, mix_mask):
-  """Follows a CutMix: the partner's values where `mix_mask` is set.
-
-  Args:
-    tensor: [B, H, W, C] at the crop size, any dtype (the weak view's pseudo
-      labels or probabilities, a label, an image).
-    mix_index: int32 [B], from `cutmix`.
-    mix_mask: float32 [B, H, W, 1], from `cutmix`.
-
-  Returns:
-    `tensor`'s dtype and shape.
-  """
-  return tf.where(mix_mask > 0, tf.gather(tensor, mix_index), tensor)
-
-
 @dataclasses.dataclass(frozen=True)
 class UnlabeledStream:
   """The unlabeled training stream that `input_fn.make_input_fn` zips in.
@@ -310,6 +237,47 @@ class UnlabeledStream:
     return self.batch_size // replicas
 
 
+def class_lists(labels, num_classes, ignore_label):
+  """Which foreground classes occur in each label map (image-level labels).
+
+  Args:
+    labels: int [B, H, W, 1].
+    num_classes: int C, background 0 included.
+    ignore_label: int; its pixels count for no class.
+
+  Returns:
+    float32 [B, C-1]: entry c-1 is 1 where class c occurs.
+  """
+  flat = tf.reshape(tf.cast(labels, tf.int32), [tf.shape(labels)[0], -1])
+  # Ignore pixels become class C, which the counts leave out.
+  flat = tf.where(tf.equal(flat, ignore_label), num_classes, flat)
+  counts = tf.math.bincount(flat, minlength=num_classes,
+                            maxlength=num_classes, binary_output=True,
+                            axis=-1, dtype=tf.float32)
+  return counts[:, 1:]
+
+
+def _merge(labeled, unlabeled, parser):
+  """The labeled batch's features plus the unlabeled batch's, namespaced.
+
+  The unlabeled label maps go under `MONITOR` only; what weakly supervised
+  training may read of them, their class lists (as PseudoSeg simulates
+  image-level labels), goes under `UNLABELED` when the class count is known.
+  """
+  (features, labels), (more, label) = labeled, unlabeled
+  features = dict(features)
+  strong_label = more.pop('strong_label')
+  features.update({UNLABELED + key: value for key, value in more.items()})
+  features[MONITOR + 'unlabeled_label'] = label
+  features[MONITOR + 'unlabeled_strong_label'] = strong_label
+  if parser.num_classes is not None:
+    for key, value in (('class_labels', label),
+                       ('strong_class_labels', strong_label)):
+      features[UNLABELED + key] = class_lists(value, parser.num_classes,
+                                              parser.ignore_label)
+  return features, labels
+
+
 def zip_unlabeled(labeled, stream, batch_size, build):
   """Zips an unlabeled stream's batches into the labeled ones, after CutMix.
 
@@ -322,7 +290,10 @@ def zip_unlabeled(labeled, stream, batch_size, build):
 
   Returns:
     A dataset of (features, labels): the labeled ones, plus each unlabeled
-    feature under 'unlabeled/<key>' and its label under 'unlabeled/label'.
+    feature under 'unlabeled/<key>' but the label maps, which go under
+    'monitor/unlabeled_label' and 'monitor/unlabeled_strong_label'; with
+    the parser's class count, 'unlabeled/class_labels' and
+    'unlabeled/strong_class_labels' (`class_lists` of the two).
 
   Raises:
     ValueError: the replicas cannot split the unlabeled batch.
@@ -336,13 +307,6 @@ def zip_unlabeled(labeled, stream, batch_size, build):
         f'The unlabeled split (UNLABELED_SPLIT = {stream.split!r}) has no '
         f'shards. {error}') from error
   unlabeled = unlabeled.map(
-      lambda f, l: cutmix(f, l, stream.cutmix_probability))
-
-  def merge(labeled, unlabeled):
-    (features, labels), (more, label) = labeled, unlabeled
-    features = dict(features)
-    features.update({f'unlabeled/{key}': value for key, value in more.items()})
-    features['unlabeled/label'] = label
-    return features, labels
-
-  return tf.data.Dataset.zip((labeled, unlabeled)).map(merge)
+      lambda f, l: cutmix_lib.cutmix(f, l, stream.cutmix_probability))
+  return tf.data.Dataset.zip((labeled, unlabeled)).map(
+      lambda both, more: _merge(both, more, stream.parser))

@@ -12,6 +12,21 @@ def segmentation_loss(logits,
                       class_weights=None,
                       label_smoothing=0.0,
                       top_k_percent_pixels=1.0):
+  """The labeled batch's loss: `cross_entropy` with its gin settings.
+
+  Its bindings configure this loss alone; other losses call
+  `cross_entropy` with settings of their own.
+  """
+  return cross_entropy(logits, labels, ignore_label, class_weights,
+                       label_smoothing, top_k_percent_pixels)
+
+
+def cross_entropy(logits,
+                  labels,
+                  ignore_label,
+                  class_weights=None,
+                  label_smoothing=0.0,
+                  top_k_percent_pixels=1.0):
   """Softmax cross-entropy averaged over the pixels that are not ignored.
 
   Uses the Model Garden's `SegmentationLoss`: logits are resized bilinearly to

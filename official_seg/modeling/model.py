@@ -7,6 +7,7 @@ from official.vision.modeling import heads
 from official.vision.modeling import segmentation_model
 
 from official_seg.modeling import aspp
+from official_seg.modeling import classifier as classifier_lib
 
 # The Model Garden's own classes, referenced directly from gin files. The
 # defaults below are the registered versions, so bindings apply to them too.
@@ -26,7 +27,36 @@ class SegmentationModel(segmentation_model.SegmentationModel):
   made the logits (for the image classifier and its class activation maps);
   calling the backbone again would cost a second backbone pass. The class
   keeps the Model Garden's name, so its variables are named as theirs.
+
+  PseudoSeg's image classifier and CAM refinement, when built
+  (`build_model(cam_attention_dim=...)`), are layers of the model, so weight
+  decay (`model.losses`), moving averages and the optimizer
+  (`model.trainable_variables`), warm start (`checkpoint_items`) and the
+  resume check (`model.variables`) see them; `call` never runs them.
   """
+
+  def __init__(self, backbone, decoder, head, image_classifier=None,
+               cam_refinement=None, **kwargs):
+    """As the Model Garden's, plus the optional PseudoSeg branch.
+
+    Args:
+      backbone, decoder, head: as the Model Garden's.
+      image_classifier: optional `classifier.ImageClassifier`.
+      cam_refinement: optional `classifier.CamRefinement`.
+      **kwargs: as the Model Garden's.
+    """
+    super().__init__(backbone, decoder, head, **kwargs)
+    self.image_classifier = image_classifier
+    self.cam_refinement = cam_refinement
+
+  @property
+  def checkpoint_items(self):
+    """The Model Garden's items, and the PseudoSeg branch's when built."""
+    items = dict(super().checkpoint_items)
+    for name in ('image_classifier', 'cam_refinement'):
+      if getattr(self, name) is not None:
+        items[name] = getattr(self, name)
+    return items
 
   def call(self, inputs, training=None, with_features=False):  # pylint: disable=arguments-differ
     """The logits, and with `with_features` the backbone's output dict.
@@ -54,12 +84,13 @@ def feature_level(backbone):
   return max(int(level) for level in backbone.output_specs)
 
 
-@gin.configurable(denylist=['num_classes'])
+@gin.configurable(denylist=['num_classes', 'cam_attention_dim'])
 def build_model(num_classes,
                 backbone=gin.REQUIRED,
                 decoder=ASPP,
                 head=SegmentationHead,
-                weight_decay=4e-5):
+                weight_decay=4e-5,
+                cam_attention_dim=None):
   """Builds a `SegmentationModel`.
 
   The decoder and head are constructed here, at the backbone's deepest level,
@@ -76,6 +107,10 @@ def build_model(num_classes,
       `kernel_regularizer`.
     weight_decay: float, L2 weight decay on convolution kernels, as DeepLab
       defines it: `weight_decay * sum(w ** 2) / 2`.
+    cam_attention_dim: None, or int: also build PseudoSeg's image
+      classifier and CAM refinement (keys and queries of this many
+      channels), with the same weight decay (set by the model_fn from
+      `CamFusion.attention_dim`, never bound in gin).
 
   Returns:
     A `SegmentationModel` whose call returns {'logits': [B, h, w, C]}.
@@ -89,4 +124,11 @@ def build_model(num_classes,
                  if decoder else None)
   head_net = head(num_classes=num_classes, level=level,
                   kernel_regularizer=regularizer)
-  return SegmentationModel(backbone_net, decoder_net, head_net)
+  branch = {}
+  if cam_attention_dim is not None:
+    branch = dict(
+        image_classifier=classifier_lib.ImageClassifier(
+            num_classes, kernel_regularizer=regularizer),
+        cam_refinement=classifier_lib.CamRefinement(
+            num_classes, cam_attention_dim, kernel_regularizer=regularizer))
+  return SegmentationModel(backbone_net, decoder_net, head_net, **branch)

@@ -109,7 +109,7 @@ def unlabeled_stream(dataset,
     batch_size: int, the global unlabeled batch, split over replicas like
       the labeled one.
     cutmix_probability: float in [0, 1], the share of strong views that get
-      a box of another unlabeled image pasted in (`views.cutmix`).
+      a box of another unlabeled image pasted in (`cutmix.cutmix`).
 
   Returns:
     A `views.UnlabeledStream`.

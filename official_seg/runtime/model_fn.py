@@ -185,7 +185,7 @@ def _supervised_step(model, images, labels, training, dataset, options):
       logits=logits, losses={'segmentation': seg_loss},
       # Keras layers built in a graph keep their batch-norm updates per input.
       update_ops=model.get_updates_for(images) + model.get_updates_for(None),
-      variables=[], scalars={}, pictures={})
+      scalars={}, pictures={})
 
 
 def _train_spec(model, features, labels, step, params, config, dataset,
@@ -205,7 +205,7 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   scalars.update({f'loss/{name}': value
                   for name, value in step.losses.items()})
   scalars.update(step.scalars)
-  variables = model.trainable_variables + step.variables
+  variables = model.trainable_variables
   scalars.update(summaries.learning_rates(learning_rate, variables))
   train_op = optimizers.train_op(optimizer, loss, variables, step.update_ops,
                                  scalars)
@@ -219,11 +219,19 @@ def _train_spec(model, features, labels, step, params, config, dataset,
                           scaffold_fn=warm_start.warm_start(model, model_dir))
 
 
+def _cam_attention_dim(options, mode):
+  """PseudoSeg's branch is part of the model in training, when fused."""
+  fusion = options.semi_supervised and options.semi_supervised.cam_fusion
+  return fusion.attention_dim if fusion and mode == ModeKeys.TRAIN else None
+
+
 def _build_spec(dataset, options, features, labels, mode, params, config):
   """The spec of one mode; see `make_model_fn`."""
   images = features['image']
   if options.quantize_delay_step is None:
-    model = model_lib.build_model(num_classes=dataset.num_classes)
+    model = model_lib.build_model(
+        num_classes=dataset.num_classes,
+        cam_attention_dim=_cam_attention_dim(options, mode))
   else:
     model = quantized.build_quantized_model(dataset.num_classes,
                                             images.shape[1:3].as_list())
@@ -270,6 +278,11 @@ def make_model_fn(dataset, options):
     whether this runs on a real TPU; config.model_dir receives summaries.
   """
   def model_fn(features, labels, mode, params, config):
+    if config.tf_random_seed is not None:
+      # Keras draws the seeds of unseeded initializers from Python's random
+      # module, not from the graph seed: seeding it too makes the initial
+      # weights those of the seed (build_run_config.tf_random_seed).
+      tf.keras.utils.set_random_seed(config.tf_random_seed)
     with keras_policy(options.precision), tpu_estimator.cross_shard_context(
         mode, params):
       return _build_spec(dataset, options, features, labels, mode, params,

@@ -1,21 +1,59 @@
 """Semi-supervised training: the weak view's pseudo labels supervise the strong view."""
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import gin
 import tensorflow as tf
 
+from official_seg.data import cutmix
 from official_seg.data import palettes
 from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
 from official_seg.modeling import losses
 from official_seg.training import pseudo_labels
 
-# Features of the unlabeled stream, as the semi-supervised input_fn names them.
-UNLABELED = 'unlabeled/'
+# Features of the unlabeled stream, as the semi-supervised input_fn names
+# them; its ground truth is under views.MONITOR, read by monitors only.
+UNLABELED = views.UNLABELED
+MONITOR = views.MONITOR
 # Scalars of the step, under this prefix in TensorBoard.
 SUMMARY_PREFIX = 'semi/'
+# The batch-norm rule, stated here once: every pass that normalises with its
+# own batch's moments (training mode) also moves the moving statistics
+# toward them, as PseudoSeg applies all of its UPDATE_OPS. The labeled
+# images and the strong views share one pass, so one update per layer for
+# their joint moments; the weak views' pass adds the moments of clean images
+# like the evaluated ones; the refinement's passes over the labeled and the
+# weak features update its own batch norm. A pass left out here would
+# normalise with batch moments but leave the moving statistics alone.
+BATCH_NORM_PASSES = ('labeled_and_strong', 'weak', 'refinement_labeled',
+                     'refinement_weak')
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class RefinementLoss:
+  """The CAM refinement's loss on the labeled batch, configured on its own.
+
+  Cross-entropy over the labeled pixels (PseudoSeg's DeepLab loss);
+  bindings of `segmentation_loss` do not reach it.
+
+  Attributes:
+    class_weights: optional list of C floats.
+    label_smoothing: float in [0, 1).
+    top_k_percent_pixels: float in (0, 1].
+  """
+
+  class_weights: Optional[Tuple[float, ...]] = None
+  label_smoothing: float = 0.0
+  top_k_percent_pixels: float = 1.0
+
+  def __call__(self, logits, labels, ignore_label):
+    """Scalar float32 loss of logits [B, h, w, C] against labels [B, H, W, 1]."""
+    return losses.cross_entropy(logits, labels, ignore_label,
+                                self.class_weights, self.label_smoothing,
+                                self.top_k_percent_pixels)
 
 
 @gin.configurable
@@ -29,16 +67,24 @@ class CamFusion:
   labeled batch; the weak view's refined map and its decoder prediction are
   fused (`pseudo_labels.calibrated_fusion`).
 
+  The classifier and refinement are layers of the model
+  (`build_model(cam_attention_dim=attention_dim)`, which the model_fn
+  calls), so weight decay, moving averages, warm start and the resume check
+  see them.
+
   Attributes:
     attention_dim: int, keys' and queries' channels of the refinement.
-    weakly: bool; the unlabeled images' own class lists (from their label
-      maps, as PseudoSeg simulates image-level labels) pick the weak view's
-      maps and train the classifier on the strong view; otherwise the
-      classifier's own confident classes (sigmoid >= 0.5) pick them.
+    weakly: bool; the unlabeled images' class lists
+      ('unlabeled/class_labels', image-level labels, as PseudoSeg simulates
+      them from label maps) pick the weak view's maps and train the
+      classifier on the strong view; otherwise the classifier's own
+      confident classes (sigmoid >= 0.5) pick them.
+    refinement_loss: a `RefinementLoss`.
   """
 
   attention_dim: int = 128
   weakly: bool = False
+  refinement_loss: Any = dataclasses.field(default_factory=RefinementLoss)
 
 
 @gin.configurable
@@ -69,8 +115,7 @@ class Step:
     logits: the labeled batch's logits [B, h, w, C].
     losses: dict of name to scalar float32; their sum (plus weight decay) is
       the training loss; 'segmentation' is the labeled batch's.
-    update_ops: batch-norm updates of every pass.
-    variables: trainable variables of the layers besides the model.
+    update_ops: batch-norm updates of the passes `BATCH_NORM_PASSES` names.
     scalars: monitoring scalars, for `summaries.Registered`.
     pictures: monitoring pictures of the unlabeled batch.
   """
@@ -78,7 +123,6 @@ class Step:
   logits: tf.Tensor
   losses: Dict[str, tf.Tensor]
   update_ops: List[Any]
-  variables: List[tf.Variable]
   scalars: Dict[str, tf.Tensor]
   pictures: Dict[str, tf.Tensor]
 
@@ -100,18 +144,50 @@ def _levels(model, outputs, count=2):
   return classifier_lib.feature_levels(features, count)
 
 
-def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
-                dataset, training):
-  """The classifier, refinement and their losses; the weak view's CAM logits.
+def _updates_of(model, build):
+  """build()'s result and the batch-norm updates of the model it created."""
+  before = set(model.updates)
+  result = build()
+  return result, [u for u in model.updates if u not in before]
+
+
+def batch_norm_updates(pass_updates):
+  """The update ops a step applies: those of the passes the rule names.
+
+  Args:
+    pass_updates: dict of pass name (in `BATCH_NORM_PASSES`) to its list of
+      update ops.
 
   Returns:
-    (losses dict, weak refined logits [B_u, h, w, C] without gradient,
-    update ops, variables).
+    List of ops.
+  """
+  unknown = set(pass_updates) - set(BATCH_NORM_PASSES)
+  if unknown:
+    raise ValueError(f'Passes {sorted(unknown)} are not in BATCH_NORM_PASSES.')
+  return [update for name in BATCH_NORM_PASSES
+          for update in pass_updates.get(name, [])]
+
+
+def _branch(model):
+  """The model's image classifier and CAM refinement; fails without them."""
+  if model.image_classifier is None or model.cam_refinement is None:
+    raise ValueError('SemiSupervisedOptions.cam_fusion needs the model built '
+                     'with build_model(cam_attention_dim=...).')
+  return model.image_classifier, model.cam_refinement
+
+
+def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
+                dataset, training, pass_updates):
+  """The classifier, refinement and their losses; the weak view's CAM logits.
+
+  Records the refinement passes' batch-norm updates in `pass_updates`.
+
+  Returns:
+    (losses dict, weak refined logits [B_u, h, w, C] without gradient).
   """
   num_classes, ignore = dataset.num_classes, dataset.ignore_label
   count = tf.shape(labels)[0]
-  classifier = classifier_lib.ImageClassifier(num_classes)
-  refinement = classifier_lib.CamRefinement(num_classes, fusion.attention_dim)
+  classifier, refinement = _branch(model)
   both = _levels(model, outputs)
   labeled = [level[:count] for level in both]
   targets = classifier_lib.image_labels(labels, num_classes, ignore)
@@ -121,32 +197,29 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   # Labeled crops mark padding with the ignore label (so do object borders,
   # which the attention then skips too).
   valid = tf.cast(tf.not_equal(labels, ignore), tf.float32)
-  inputs = labeled + [cam]
-  refined = refinement(labeled, cam, valid, training=training)
-  result['refinement'] = losses.segmentation_loss(refined, labels, ignore)
+  refined, pass_updates['refinement_labeled'] = _updates_of(
+      model, lambda: refinement(labeled, cam, valid, training=training))
+  result['refinement'] = fusion.refinement_loss(refined, labels, ignore)
   weak = [tf.stop_gradient(level) for level in _levels(model, weak_outputs)]
   if fusion.weakly:
-    weak_targets = classifier_lib.image_labels(
-        features[UNLABELED + 'label'], num_classes, ignore)
-    strong_targets = classifier_lib.image_labels(
-        features[UNLABELED + 'strong_label'], num_classes, ignore)
+    weak_targets = features[UNLABELED + 'class_labels']
     result['classifier'] += classifier_lib.classification_loss(
-        classifier(both[0][count:]), strong_targets)
+        classifier(both[0][count:]),
+        features[UNLABELED + 'strong_class_labels'])
   else:
     weak_targets = tf.cast(tf.sigmoid(classifier(weak[0])) >= 0.5,
                            tf.float32)
-  weak_refined = refinement(weak, classifier.cam(weak[0], weak_targets),
-                            features[UNLABELED + 'weak_valid'],
-                            training=training)
-  updates = (refinement.get_updates_for(None) +
-             refinement.get_updates_for(inputs))
-  return (result, tf.stop_gradient(weak_refined), updates,
-          classifier.trainable_variables + refinement.trainable_variables)
+  weak_cam = classifier.cam(weak[0], weak_targets)
+  weak_refined, pass_updates['refinement_weak'] = _updates_of(
+      model, lambda: refinement(weak, weak_cam,
+                                features[UNLABELED + 'weak_valid'],
+                                training=training))
+  return result, tf.stop_gradient(weak_refined)
 
 
 def _monitors(targets, strong_logits, kept, valid, features, dataset):
   """Share kept and the accuracies of pseudo labels and strong predictions."""
-  strong_label = features[UNLABELED + 'strong_label'][..., 0]
+  strong_label = features[MONITOR + 'unlabeled_strong_label'][..., 0]
   scalars = {'kept_share': tf.math.divide_no_nan(
       tf.reduce_sum(kept * valid), tf.reduce_sum(valid))}
   for name, values in (('pseudo', targets), ('strong', strong_logits)):
@@ -166,7 +239,8 @@ def _pictures(features, targets, dataset):
   pseudo = tf.where(valid, tf.argmax(targets, -1, output_type=tf.int32),
                     dataset.ignore_label)
   pictures = palettes.pictures(features[UNLABELED + 'strong_image'],
-                               features[UNLABELED + 'strong_label'], pseudo,
+                               features[MONITOR + 'unlabeled_strong_label'],
+                               pseudo,
                                colours)
   return {f'pictures/unlabeled_{tag}': value
           for tag, value in (('strong', pictures['image']),
@@ -180,13 +254,16 @@ def build_step(model, features, labels, training, dataset, options,
 
   The labeled images and the strong views go through the model in one
   batch; the weak views go through it once more, forward only: their
-  prediction is the pseudo label's source, so no gradient reaches them
-  (their batch-norm moving statistics are updated, as PseudoSeg's).
+  prediction is the pseudo label's source, so no gradient reaches them.
+  Batch-norm updates follow `BATCH_NORM_PASSES`. Features under `MONITOR`
+  feed the monitors and pictures only.
 
   Args:
-    model: a `model.SegmentationModel`.
-    features: the semi-supervised input_fn's features: the labeled batch's
-      and the unlabeled batch's under 'unlabeled/'.
+    model: a `model.SegmentationModel`; with `options.cam_fusion`, built
+      with `cam_attention_dim`.
+    features: the semi-supervised input_fn's features: the labeled batch's,
+      the unlabeled batch's under 'unlabeled/' and its ground truth under
+      'monitor/'.
     labels: int32 [B, H, W, 1], the labeled batch's.
     training: bool, the model's `training` flag.
     dataset: the `DatasetInfo`.
@@ -200,26 +277,24 @@ def build_step(model, features, labels, training, dataset, options,
   strong = features[UNLABELED + 'strong_image']
   with_features = options.cam_fusion is not None
   both = tf.concat([images, strong], axis=0)
-  outputs = model(both, training=training, with_features=with_features)
-  weak_outputs = model(features[UNLABELED + 'image'], training=training,
-                       with_features=with_features)
+  pass_updates = {}
+  outputs, pass_updates['labeled_and_strong'] = _updates_of(
+      model, lambda: model(both, training=training,
+                           with_features=with_features))
+  weak_outputs, pass_updates['weak'] = _updates_of(
+      model, lambda: model(features[UNLABELED + 'image'], training=training,
+                           with_features=with_features))
   count = tf.shape(images)[0]
   logits = outputs['logits'][:count]
   strong_logits = _resized(outputs['logits'][count:], strong)
   weak_logits = _resized(tf.stop_gradient(weak_outputs['logits']), strong)
   step_losses = {'segmentation': losses.segmentation_loss(
       logits, labels, dataset.ignore_label)}
-  # The weak pass trains nothing, but its batch-norm statistics are those of
-  # clean images like the evaluated ones; PseudoSeg applies them too.
-  update_ops = (model.get_updates_for(both) + model.get_updates_for(None) +
-                model.get_updates_for(features[UNLABELED + 'image']))
-  variables = []
   if with_features:
-    cam_losses, refined, updates, variables = _cam_branch(
+    cam_losses, refined = _cam_branch(
         options.cam_fusion, model, outputs, weak_outputs, features, labels,
-        dataset, training)
+        dataset, training, pass_updates)
     step_losses.update(cam_losses)
-    update_ops += updates
     probabilities = pseudo_labels.calibrated_fusion(
         weak_logits, _resized(refined, strong))
   else:
@@ -229,8 +304,8 @@ def build_step(model, features, labels, training, dataset, options,
   # pseudo labels are pasted alike.
   mix_index = features[UNLABELED + 'mix_index']
   mix_mask = features[UNLABELED + 'mix_mask']
-  targets = views.mix(targets, mix_index, mix_mask)
-  kept = views.mix(kept[..., None], mix_index, mix_mask)[..., 0]
+  targets = cutmix.mix(targets, mix_index, mix_mask)
+  kept = cutmix.mix(kept[..., None], mix_index, mix_mask)[..., 0]
   valid = features[UNLABELED + 'strong_valid'][..., 0]
   weight = options.unlabeled_weight * pseudo_labels.rampup(
       global_step, options.rampup_steps)
@@ -239,7 +314,7 @@ def build_step(model, features, labels, training, dataset, options,
   step_losses['consistency'] = weight * consistency
   scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
-  return Step(logits=logits, losses=step_losses, update_ops=update_ops,
-              variables=variables,
+  return Step(logits=logits, losses=step_losses,
+              update_ops=batch_norm_updates(pass_updates),
               scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},
               pictures=_pictures(features, targets, dataset))

@@ -187,14 +187,16 @@ class InputFnTest(testing_utils.TinyDataTestCase):
       features, labels = next(iter(batches))
       self.assertEqual(labels.shape, (per_call, 33, 33, 1))
       self.assertEqual(features['image'].shape, (per_call, 33, 33, 3))
-      self.assertEqual(features['unlabeled/label'].shape,
+      self.assertEqual(features['monitor/unlabeled_label'].shape,
                        (unlabeled_per_call, 17, 17, 1))
       self.assertCountEqual(
           [key for key in features if key.startswith('unlabeled/')],
           ['unlabeled/' + key for key in (
               'image', 'strong_image', 'weak_valid', 'strong_valid',
-              'strong_label', 'mix_index', 'mix_mask', 'height', 'width',
-              'valid', 'label')])
+              'mix_index', 'mix_mask', 'height', 'width', 'valid')])
+      self.assertCountEqual(
+          [key for key in features if key.startswith('monitor/')],
+          ['monitor/unlabeled_label', 'monitor/unlabeled_strong_label'])
       self.assertEqual(features['unlabeled/mix_index'].shape,
                        (unlabeled_per_call,))
       self.assertEqual(features['unlabeled/strong_image'].shape,

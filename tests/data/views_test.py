@@ -222,80 +222,31 @@ class UnlabeledParserTest(tf.test.TestCase):
     self.assertGreater(features['weak_valid'].numpy().sum(), 0)
 
 
-class CutMixTest(tf.test.TestCase):
+class MergeTest(tf.test.TestCase):
 
-  def test_boxes_follow_unimatch_draws(self):
-    count, height, width = 4000, 40, 50
-    apply, boxes = views.cutmix_boxes(count, (height, width), 0.5, [3, 4])
-    top, left, box_height, box_width = boxes.numpy().T
-    self.assertBetween(apply.numpy().mean(), 0.45, 0.55)
-    self.assertTrue(((top >= 0) & (top < height)).all())
-    self.assertTrue(((left >= 0) & (left < width)).all())
-    self.assertEqual(len(set(top)), height)
-    share = box_height * box_width / (height * width)
-    self.assertLessEqual(share.max(), 0.4)
-    self.assertGreaterEqual(
-        ((box_height + 1) * (box_width + 1) / (height * width)).min(), 0.02)
-    self.assertLess(share.min(), 0.03)
-    self.assertGreater(share.max(), 0.37)
-    self.assertTrue((box_height / (box_width + 1) <= 1 / 0.3).all())
-    self.assertTrue(((box_height + 1) / box_width >= 0.3).all())
-
-  def _batch(self, size=3):
-    rng = np.random.default_rng(5)
-    features = {
-        'strong_image': rng.normal(size=(size, 12, 14, 3)).astype(np.float32),
-        'strong_valid': rng.integers(0, 2, (size, 12, 14, 1)).astype(
-            np.float32),
-        'strong_label': rng.integers(0, 5, (size, 12, 14, 1)).astype(np.int32),
-        'image': rng.normal(size=(size, 12, 14, 3)).astype(np.float32),
-    }
-    return features, rng.integers(0, 5, (size, 12, 14, 1)).astype(np.int32)
-
-  def test_pasted_boxes_against_numpy(self):
-    features, labels = self._batch()
-    seed = tf.constant([8, 1])
-    mixed, mixed_labels = views.cutmix(
-        {k: tf.constant(v) for k, v in features.items()}, labels, 0.7, seed)
-    apply, boxes = [t.numpy() for t in views.cutmix_boxes(3, (12, 14), 0.7,
-                                                          seed)]
-    self.assertBetween(apply.sum(), 1, 2)  # This seed pastes into some.
-    mask = np.zeros((3, 12, 14, 1), np.float32)
-    for i, (top, left, height, width) in enumerate(boxes):
-      if apply[i]:
-        mask[i, top:top + height, left:left + width] = 1
-    partner = np.where(apply, [1, 2, 0], [0, 1, 2])
-    self.assertAllEqual(mixed['mix_index'], partner)
-    self.assertAllEqual(mixed['mix_mask'], mask)
-    for key in ('strong_image', 'strong_valid', 'strong_label'):
-      expected = np.where(mask > 0, features[key][[1, 2, 0]], features[key])
-      self.assertAllEqual(mixed[key], expected)
-    self.assertAllEqual(mixed['image'], features['image'])
-    self.assertAllEqual(mixed_labels, labels)
-
-  def test_probability_zero_pastes_nothing(self):
-    features, labels = self._batch()
-    mixed, _ = views.cutmix(features, labels, 0.0)
-    self.assertAllEqual(mixed['mix_index'], [0, 1, 2])
-    self.assertAllEqual(mixed['mix_mask'], np.zeros((3, 12, 14, 1)))
-    for key, value in features.items():
-      self.assertAllEqual(mixed[key], value)
-
-  def test_mixed_weak_label_is_the_strong_label_outside_the_cutout(self):
-    gin.clear_config()
-    parser = views.UnlabeledParser(_IGNORE, 4, strong_jitter=False,
-                                   cutout_fraction=8 / 24, **_GEOMETRY)
-    batch = tf.data.Dataset.range(4).map(
-        lambda i: parser(_decoded(0), tf.stack([i, i]))).batch(4)
-    features, labels = next(iter(batch))
-    mixed, _ = views.cutmix(features, labels, 1.0, [2, 2])
-    self.assertGreater(mixed['mix_mask'].numpy().sum(), 0)
-    followed = views.mix(labels, mixed['mix_index'], mixed['mix_mask'])
-    kept = mixed['strong_valid'].numpy() > 0
-    self.assertAllEqual(followed.numpy()[kept],
-                        mixed['strong_label'].numpy()[kept])
-    self.assertTrue((mixed['strong_label'].numpy()[~kept] == _IGNORE).all())
-    self.assertTrue((followed.numpy()[~kept] != _IGNORE).any())
+  def test_ground_truth_only_under_monitor_and_class_lists(self):
+    rng = np.random.default_rng(1)
+    label = rng.integers(0, 3, (2, 5, 6, 1)).astype(np.int32)
+    label[0][label[0] == 2] = _IGNORE  # Image 0 holds classes 0 and 1.
+    strong_label = np.full_like(label, _IGNORE)
+    strong_label[1, 0, 0] = 3
+    parser = views.UnlabeledParser(_IGNORE, 5, crop_size=(5, 6))
+    labeled = ({'image': tf.zeros([2, 5, 6, 3])}, tf.zeros([2, 5, 6, 1]))
+    unlabeled = ({'image': tf.ones([2, 5, 6, 3]),
+                  'strong_label': tf.constant(strong_label)},
+                 tf.constant(label))
+    features, _ = views._merge(labeled, unlabeled, parser)  # pylint: disable=protected-access
+    self.assertCountEqual(features, [
+        'image', 'unlabeled/image', 'monitor/unlabeled_label',
+        'monitor/unlabeled_strong_label', 'unlabeled/class_labels',
+        'unlabeled/strong_class_labels'])
+    self.assertAllEqual(features['monitor/unlabeled_label'], label)
+    self.assertAllEqual(features['monitor/unlabeled_strong_label'],
+                        strong_label)
+    self.assertAllEqual(features['unlabeled/class_labels'],
+                        [[1, 0, 0, 0], [1, 1, 0, 0]])
+    self.assertAllEqual(features['unlabeled/strong_class_labels'],
+                        [[0, 0, 0, 0], [0, 0, 1, 0]])
 
 
 if __name__ == '__main__':

@@ -27,7 +27,7 @@ def _np_model_probabilities(tile):
                                      tile[..., 1:2] * 2.0 + context], -1))
 
 
-def _np_starts(length, window, stride):
+def np_starts(length, window, stride):
   window = min(window, length)
   stride = min(stride, window)
   count = -(-max(length - window, 0) // stride) + 1
@@ -41,11 +41,11 @@ def _np_profile(window, blending):
   return np.exp(-0.5 * (offsets / (0.125 * window)) ** 2)
 
 
-def _np_weight_maps(size, window, stride, blending):
+def np_weight_maps(size, window, stride, blending):
   """Unnormalized weight maps of each window, row-major, and their sum."""
   maps = []
-  rows, height = _np_starts(size[0], window[0], stride[0])
-  cols, width = _np_starts(size[1], window[1], stride[1])
+  rows, height = np_starts(size[0], window[0], stride[0])
+  cols, width = np_starts(size[1], window[1], stride[1])
   for y in rows:
     for x in cols:
       weight = np.zeros(size)
@@ -59,9 +59,9 @@ def _np_weight_maps(size, window, stride, blending):
 def _np_windowed(images, window, stride, blending):
   """NumPy sliding-window probabilities of `_model`, blended."""
   size = images.shape[1:3]
-  maps, total = _np_weight_maps(size, window, stride, blending)
-  rows, height = _np_starts(size[0], window[0], stride[0])
-  cols, width = _np_starts(size[1], window[1], stride[1])
+  maps, total = np_weight_maps(size, window, stride, blending)
+  rows, height = np_starts(size[0], window[0], stride[0])
+  cols, width = np_starts(size[1], window[1], stride[1])
   result = np.zeros(images.shape[:3] + (2,))
   for index, (y, x) in enumerate((y, x) for y in rows for x in cols):
     tile = images[:, y:y + height, x:x + width]
@@ -112,7 +112,7 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
                                              blending):
     windows = tiling.make_windows(list(window), list(stride), blending)
     got = tiling.weight_maps(size, windows).numpy()
-    maps, total = _np_weight_maps(size, window, stride, blending)
+    maps, total = np_weight_maps(size, window, stride, blending)
     self.assertGreater(len(maps), 1, 'a vacuous check')
     self.assertAllClose(got, maps / total[None], atol=1e-6)
     self.assertAllClose(got.sum(0), np.ones(size), atol=1e-6)

@@ -260,10 +260,13 @@ def data_problems(dataset, eval_parser, metadata_by_split):
   largest = metadata and metadata['num_images'] and _largest_eval_size(
       metadata, eval_parser)
   crop = tuple(eval_parser.crop_size)
-  if largest and (largest[0] > crop[0] or largest[1] > crop[1]):
+  # With sliding windows (WINDOW_SIZE) the parser pads larger images.
+  if (largest and not eval_parser.pads_larger_images and
+      (largest[0] > crop[0] or largest[1] > crop[1])):
     lines.append(
         f'EVAL_CROP_SIZE (eval/Parser.crop_size) = {list(crop)} is smaller '
         f'than the largest image of split {dataset.eval_split!r}, '
         f'{list(largest)} (height, width): set it to at least '
-        f'{[max(a, b) for a, b in zip(crop, largest)]}.')
+        f'{[max(a, b) for a, b in zip(crop, largest)]}, or set WINDOW_SIZE '
+        '(sliding windows, docs/large_images.md).')
   return lines

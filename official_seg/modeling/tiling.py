@@ -1,7 +1,7 @@
 """Sliding-window inference: windows over an image, blended so weights sum to 1."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
 import tensorflow as tf
 

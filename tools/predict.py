@@ -47,6 +47,13 @@ flags.DEFINE_enum('palette', None, list(palettes.PALETTE_NAMES),
 flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.')
 flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
                   '<stem>.png with Cityscapes label ids (test server format).')
+flags.DEFINE_list('window_stride', None, 'With --tflite: run images larger '
+                  'than the model input in sliding windows of its size, '
+                  'this far apart (height,width); a SavedModel exported '
+                  'with WINDOW_SIZE tiles by itself (docs/large_images.md).')
+flags.DEFINE_enum('window_blending', None, ['uniform', 'gaussian'],
+                  'With --tflite: sliding windows blended so (default '
+                  'uniform; stride two thirds of the input).')
 flags.mark_flags_as_required(['input', 'output_dir'])
 flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir', 'tflite'],
                                      required=True)
@@ -157,7 +164,14 @@ def _predict_all(model, stems, palette, dataset):
 def _load_model():
   """(model, where it came from): a .tflite, or a SavedModel."""
   if FLAGS.tflite:
-    return tflite_runner.TfliteModel(FLAGS.tflite), FLAGS.tflite
+    stride = FLAGS.window_stride and [int(v) for v in FLAGS.window_stride]
+    return tflite_runner.TfliteModel(
+        FLAGS.tflite, window_stride=stride,
+        window_blending=FLAGS.window_blending), FLAGS.tflite
+  if FLAGS.window_stride or FLAGS.window_blending:
+    raise app.UsageError('--window_stride and --window_blending are for '
+                         '--tflite; a SavedModel tiles as it was exported '
+                         '(WINDOW_SIZE).')
   saved_model_dir = (FLAGS.saved_model or
                      predictor.find_saved_model(FLAGS.model_dir))
   return predictor.Predictor(saved_model_dir), saved_model_dir

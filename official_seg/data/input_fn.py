@@ -257,7 +257,14 @@ def build_dataset(batch_size,
       return parser(decoder.decode(record), seed)
   dataset = _parse_all(examples, parse, seed if is_training else None,
                        input_context, deterministic)
-  dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  if parser.pads_larger_images:
+    # Images of several sizes: each batch is padded to its largest, as the
+    # parser pads (image 0, the mean pixel; labels ignored; 'valid' 0).
+    dataset = dataset.padded_batch(batch_size, padding_values=(
+        {'image': 0.0, 'height': 0, 'width': 0, 'valid': 0.0},
+        parser.ignore_label))
+  else:
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
   if not is_training:
     dataset = dataset.map(
         lambda f, l: pad_batch(f, l, batch_size, parser.ignore_label))

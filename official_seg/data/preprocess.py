@@ -40,7 +40,8 @@ class Parser:
                max_resize_value=None,
                resize_factor=None,
                mean_rgb=preprocess_ops.MEAN_RGB,
-               stddev_rgb=preprocess_ops.STDDEV_RGB):
+               stddev_rgb=preprocess_ops.STDDEV_RGB,
+               window_size=None):
     """Initializes the parser.
 
     Args:
@@ -51,7 +52,8 @@ class Parser:
         is neither below it nor `ignore_label` is an error naming the
         example. None skips the check.
       crop_size: (height, width) of the model input. For evaluation it must be
-        at least as large as every image of the split.
+        at least as large as every image of the split, unless `window_size`
+        is set.
       min_scale_factor: float, smallest random scale (training only).
       max_scale_factor: float, largest random scale (training only).
       scale_factor_step_size: float, step between scales; 0 is continuous.
@@ -64,6 +66,11 @@ class Parser:
       resize_factor: optional int; resized sides become `factor * k + 1`.
       mean_rgb: per-channel mean subtracted from the image, in [0, 255].
       stddev_rgb: per-channel scale the image is divided by, in [0, 255].
+      window_size: optional [height, width] of sliding-window inference
+        (macro WINDOW_SIZE, also bound to predict_probabilities.window_size).
+        Evaluation then pads an image larger than `crop_size` to its own
+        size instead of failing, and a batch to its largest image, so the
+        eval images have no static height and width.
 
     Raises:
       validation.ConfigurationError: a value of the wrong form, an empty
@@ -84,6 +91,7 @@ class Parser:
     self._random_flip = random_flip
     self._mean_rgb = mean_rgb
     self._stddev_rgb = stddev_rgb
+    self._pads_larger_images = window_size is not None and not is_training
 
   def largest_size(self, height, width):
     """The largest (height, width) it resizes images within height x width to.
@@ -127,8 +135,9 @@ class Parser:
       image, label = self._eval_transform(decoded['image'], label)
       height, width = tf.unstack(tf.shape(image)[:2])
       image, label = self._pad_for_eval(image, label, decoded['filename'])
-    image.set_shape(self._crop_size + (3,))
-    label.set_shape(self._crop_size + (1,))
+    size = (None, None) if self._pads_larger_images else self._crop_size
+    image.set_shape(size + (3,))
+    label.set_shape(size + (1,))
     features = {
         'image': image,
         'height': height,
@@ -141,6 +150,11 @@ class Parser:
   def crop_size(self):
     """(height, width) of the model input."""
     return self._crop_size
+
+  @property
+  def pads_larger_images(self):
+    """Whether eval images larger than the crop are padded, not rejected."""
+    return self._pads_larger_images
 
   @property
   def is_training(self):
@@ -239,6 +253,11 @@ class Parser:
   def _pad_for_eval(self, image, label, filename):
     crop_height, crop_width = self._crop_size
     shape = tf.shape(image)
+    if self._pads_larger_images:
+      return image_ops.pad_to_size(image, label,
+                                   tf.maximum(shape[0], crop_height),
+                                   tf.maximum(shape[1], crop_width),
+                                   self._ignore_label)
     fits = tf.logical_and(shape[0] <= crop_height, shape[1] <= crop_width)
     check = tf.debugging.Assert(fits, [
         'Image', filename, 'of size', shape[:2],

@@ -2,8 +2,6 @@
 
 import tensorflow as tf
 
-from official_seg.modeling import inference
-
 # The one input of every signature.
 INPUT_KEY = 'images'
 # Estimator names a signature after its export output key, and the
@@ -61,13 +59,15 @@ def export_outputs(predictions, logits, features):
     `labels_at_original_size`), 'height' and 'width' int32 [B], each image's
     decoded size.
   - `PROBABILITIES`: 'logits' float32 [B, H, W, C] of the single-scale pass,
-    bilinearly resized to the input, and 'probabilities' float32
-    [B, H, W, C], averaged over the gin-bound scales and flips.
+    bilinearly resized to the input (with sliding windows, the log of the
+    blended probabilities), and 'probabilities' float32 [B, H, W, C],
+    averaged over the gin-bound scales and flips (and blended windows).
 
   Args:
     predictions: the PREDICT spec's dict with 'semantic' int32 [B, H, W] and
       'probabilities' float32 [B, H, W, C].
-    logits: float32 [B, h, w, C], the model's logits at its output stride.
+    logits: float32 [B, H, W, C], `inference.predict_probabilities`'s
+      logits at the input size.
     features: the model_fn features; the serving receiver adds
       `ORIGINAL_HEIGHT` and `ORIGINAL_WIDTH` (int32 [B]).
 
@@ -82,7 +82,6 @@ def export_outputs(predictions, logits, features):
       [features[ORIGINAL_HEIGHT], features[ORIGINAL_WIDTH]], axis=1)
   labels = labels_at_original_size(predictions['semantic'], sizes,
                                    original_sizes)
-  input_size = tf.shape(features['image'])[1:3]
   return {
       SERVING_DEFAULT: tf.estimator.export.PredictOutput({
           'semantic': labels,
@@ -90,7 +89,7 @@ def export_outputs(predictions, logits, features):
           'width': features[ORIGINAL_WIDTH],
       }),
       PROBABILITIES: tf.estimator.export.PredictOutput({
-          'logits': inference.upsampled_logits(logits, input_size),
+          'logits': logits,
           'probabilities': predictions['probabilities'],
       }),
   }

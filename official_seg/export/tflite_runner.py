@@ -27,6 +27,7 @@ from official_seg.data import tfexample
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import signatures
+from official_seg.modeling import tiling
 
 IMAGE_INPUT = 'image'
 SIZE_INPUT = 'size'
@@ -64,6 +65,13 @@ def fitted_size(size, input_size, resize_range=(None, None, None)):
   return height, width
 
 
+def _resized(image, size):
+  """uint8 image resized bilinearly with aligned corners, as DeepLab."""
+  resized = tf.compat.v1.image.resize_bilinear(
+      image[None].astype(np.float32), size, align_corners=True)[0]
+  return np.clip(np.round(resized.numpy()), 0, 255).astype(np.uint8)
+
+
 def fit_image(image, input_size, resize_range=(None, None, None)):
   """Puts a decoded image into the model input.
 
@@ -83,9 +91,7 @@ def fit_image(image, input_size, resize_range=(None, None, None)):
   image = np.asarray(image, np.uint8)
   size = fitted_size(image.shape[:2], input_size, resize_range)
   if size != image.shape[:2]:
-    resized = tf.compat.v1.image.resize_bilinear(
-        image[None].astype(np.float32), size, align_corners=True)[0]
-    image = np.clip(np.round(resized.numpy()), 0, 255).astype(np.uint8)
+    image = _resized(image, size)
   canvas = np.zeros((1,) + tuple(input_size) + (3,), np.uint8)
   canvas[0, :size[0], :size[1]] = image
   return canvas, np.array(size, np.int32)
@@ -140,7 +146,8 @@ def _inputs_and_outputs(interpreter):
 class TfliteModel:
   """Label maps of decoded images from a .tflite of `tflite.tflite_export`."""
 
-  def __init__(self, path, num_threads=None):
+  def __init__(self, path, num_threads=None, window_stride=None,
+               window_blending=None):
     """Loads the model into the TFLite interpreter.
 
     The eval parser's resize (see `fitted_size`) is read from the metadata
@@ -149,10 +156,15 @@ class TfliteModel:
     Args:
       path: str, the .tflite file.
       num_threads: int, interpreter threads; default the CPU cores.
+      window_stride: optional (height, width); with it or `window_blending`
+        an image larger than the model input is run in sliding windows of
+        the input's size (see `predict_windowed`) instead of scaled down.
+      window_blending: optional 'uniform' or 'gaussian' (default uniform).
 
     Raises:
       FileNotFoundError: `path` does not exist.
-      ValueError: the model lacks the 'image' and 'size' inputs.
+      ValueError: the model lacks the 'image' and 'size' inputs, or windows
+        are asked of a model without the 'probabilities' output.
     """
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f'No TFLite model {path}; write one with '
@@ -177,6 +189,16 @@ class TfliteModel:
     self.input_size = tuple(int(v) for v in inputs[IMAGE_INPUT]['shape'][1:3])
     self._semantic = outputs[SEMANTIC_OUTPUT]['index']
     self.seconds = []  # Interpreter time of each call.
+    self.windows = None
+    if window_stride is not None or window_blending is not None:
+      if PROBABILITIES_OUTPUT not in outputs:
+        raise ValueError(
+            f'{path} has no {PROBABILITIES_OUTPUT!r} output to blend windows '
+            'with; export it with tflite_export.probabilities = True.')
+      self._probabilities = outputs[PROBABILITIES_OUTPUT]['index']
+      self.windows = tiling.make_windows(
+          list(self.input_size), window_stride and list(window_stride),
+          window_blending or 'uniform', 1)
 
   @property
   def size_bytes(self):
@@ -196,8 +218,50 @@ class TfliteModel:
     self.seconds.append(time.perf_counter() - start)
     return self._interpreter.get_tensor(self._semantic)
 
+  def run_probabilities(self, image, size):
+    """The 'probabilities' output of a fitted input, float32 [H, W, C]."""
+    self.run(image, size)
+    return self._interpreter.get_tensor(self._probabilities)[0]
+
+  def predict_windowed(self, image):
+    """int32 [h, w] class ids of a uint8 [h, w, 3] image, in windows.
+
+    As evaluation with predict_probabilities.window_size = the model's input
+    size (and EVAL_CROP_SIZE the same, batch 1): the image, after the eval
+    parser's resize, lies in the top-left corner of a canvas of at least the
+    input size; windows of the input size (`tiling.axis_weights`, the same
+    positions and weights) each run once, the image's part of a window in
+    its corner and the rest padding, and their probabilities are blended.
+    """
+    original = np.shape(image)[:2]
+    size = fitted_size(original, (np.inf, np.inf), self.resize_range)
+    if size != original:
+      image = _resized(np.asarray(image, np.uint8), size)
+    canvas = tuple(max(a, b) for a, b in zip(size, self.input_size))
+    axes = [[t.numpy() for t in tiling.axis_weights(
+        length, window, stride, self.windows.blending)]
+            for length, window, stride in zip(canvas, self.windows.size,
+                                              self.windows.stride)]
+    (rows, height, row_weights), (cols, width, col_weights) = axes
+    blended = None
+    for y, row_weight in zip(rows, row_weights):
+      for x, col_weight in zip(cols, col_weights):
+        inside = image[y:y + height, x:x + width]
+        fitted = np.zeros((1,) + self.input_size + (3,), np.uint8)
+        fitted[0, :inside.shape[0], :inside.shape[1]] = inside
+        probabilities = self.run_probabilities(
+            fitted, np.array(inside.shape[:2], np.int32))[:height, :width]
+        weighted = probabilities * np.outer(row_weight, col_weight)[..., None]
+        if blended is None:
+          blended = np.zeros(canvas + weighted.shape[-1:], np.float32)
+        blended[y:y + height, x:x + width] += weighted
+    labels = np.argmax(blended, axis=-1).astype(np.int32)
+    return labels_at_original_size(labels, size, original)
+
   def predict(self, image):
     """int32 [h, w] class ids of a decoded uint8 [h, w, 3] image."""
+    if self.windows is not None:
+      return self.predict_windowed(image)
     fitted, size = fit_image(image, self.input_size, self.resize_range)
     return labels_at_original_size(self.run(fitted, size), size,
                                    np.shape(image)[:2])

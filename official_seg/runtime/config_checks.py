@@ -264,12 +264,15 @@ def eval_size_problems(dataset, eval_parser, metadata):
   largest = eval_parser.largest_size(metadata['max_height'],
                                      metadata['max_width'])
   crop = tuple(eval_parser.crop_size)
-  if not largest or (largest[0] <= crop[0] and largest[1] <= crop[1]):
+  # With sliding windows (WINDOW_SIZE) the parser pads larger images.
+  if (not largest or eval_parser.pads_larger_images or
+      (largest[0] <= crop[0] and largest[1] <= crop[1])):
     return []
   return [f'EVAL_CROP_SIZE (eval/Parser.crop_size) = {list(crop)} is smaller '
           f'than the largest image of split {dataset.eval_split!r}, '
           f'{list(largest)} (height, width): set it to at least '
-          f'{[max(a, b) for a, b in zip(crop, largest)]}.']
+          f'{[max(a, b) for a, b in zip(crop, largest)]}, or set WINDOW_SIZE '
+          '(sliding windows, docs/large_images.md).']
 
 
 def data_problems(dataset, eval_parser, metadata_by_split):

@@ -118,9 +118,7 @@ def _xla_scope(jit_compile):
                                        separate_compiled_gradients=False)
 
 
-def _predict_spec(model, logits, features, options):
-  probabilities = inference.predict_probabilities(model, features['image'],
-                                                  base_logits=logits)
+def _predict_spec(model, probabilities, logits, features, options):
   predictions = {
       'semantic': tf.argmax(probabilities, axis=-1, output_type=tf.int32),
       'probabilities': probabilities,
@@ -134,15 +132,18 @@ def _predict_spec(model, logits, features, options):
           model.trainable_variables, options.moving_average_decay))
 
 
-def _eval_spec(model, logits, features, labels, loss, dataset, options):
-  probabilities = inference.predict_probabilities(model, features['image'],
-                                                  base_logits=logits)
+def _eval_spec(model, probabilities, features, labels, loss, dataset,
+               options):
   predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
   confusion = metrics.confusion_matrices(labels, predictions,
                                          dataset.num_classes,
                                          dataset.ignore_label)
-  pictures = eval_summaries.eval_pictures(features['image'], labels,
-                                          predictions, dataset)
+  pictures = {}
+  # Windowed evaluation of images larger than EVAL_CROP_SIZE has no fixed
+  # size, and TensorBoard pictures need one: they are left out then.
+  if features['image'].shape[1:3].is_fully_defined():
+    pictures = eval_summaries.eval_pictures(features['image'], labels,
+                                            predictions, dataset)
   metric_fn = functools.partial(_eval_metric_fn,
                                 class_names=list(dataset.class_names))
   return TPUEstimatorSpec(
@@ -248,14 +249,18 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
                               options)
     return _train_spec(model, features, labels, step, params, config,
                        dataset, options)
+  # One path for evaluation, prediction and every export: with
+  # predict_probabilities.window_size the model sees windows, never the
+  # whole image, and the logits are those of the blended windows.
   with _xla_scope(options.jit_compile):
-    logits = model(images, training=False)['logits']
+    probabilities, logits = inference.predict_probabilities(
+        model, images, with_logits=True)
   if mode == ModeKeys.PREDICT:
-    return _predict_spec(model, logits, features, options)
+    return _predict_spec(model, probabilities, logits, features, options)
   with _xla_scope(options.jit_compile):
     seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
-  return _eval_spec(model, logits, features, labels, seg_loss, dataset,
-                    options)
+  return _eval_spec(model, probabilities, features, labels, seg_loss,
+                    dataset, options)
 
 
 def make_model_fn(dataset, options):

@@ -122,6 +122,36 @@ class ExportTest(tf.test.TestCase):
       classes.update(np.unique(labels[:height, :width]))
     self.assertGreater(len(classes), 1, 'a vacuous comparison')
 
+  def test_windowed_export_tiles_as_evaluation_does(self):
+    # Images up to 40 pixels, windows of 20 x 24 over crops of 16: the
+    # eval parser and the receiver both pad an image to its own size.
+    windowed = ['EVAL_CROP_SIZE = [16, 16]', 'EVAL_BATCH_SIZE = 1',
+                'WINDOW_SIZE = [20, 24]',
+                "predict_probabilities.window_blending = 'gaussian'"]
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2,
+                                        extra=_EXTRA + windowed)
+    before = set(os.listdir(os.path.join(self.model_dir, 'export')))
+    experiment.run('export', self.model_dir)
+    export_dir = predictor.find_saved_model(self.model_dir)
+    try:
+      estimator, _, eval_fn = estimator_lib.build_estimator(
+          run_config_lib.build_run_config(self.model_dir))[:3]
+      expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
+      loaded = tf.saved_model.load(export_dir)
+      classes = set()
+      for encoded, example in zip(self.encoded, expected):
+        height, width = int(example['height']), int(example['width'])
+        self.assertGreater(max(height, width), 24, 'one window covers')
+        served = loaded.signatures[signatures.SERVING_DEFAULT](
+            images=tf.constant([encoded]))['semantic'].numpy()[0]
+        self.assertAllEqual(served, example['semantic'][:height, :width])
+        classes.update(np.unique(served))
+      self.assertGreater(len(classes), 1, 'a vacuous comparison')
+    finally:
+      for name in (set(os.listdir(os.path.join(self.model_dir, 'export')))
+                   - before):
+        shutil.rmtree(os.path.join(self.model_dir, 'export', name))
+
   def test_resizing_parser_labels_come_back_at_the_decoded_size(self):
     # ADE20K's eval resize: the export resizes like eval, then resizes the
     # labels back with nearest neighbours and aligned corners.

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.export import tflite_runner
+from official_seg.modeling import tiling
 from tests import testing_utils
 
 
@@ -65,6 +66,72 @@ class EvaluateTest(testing_utils.TinyDataTestCase):
   def test_a_missing_model_names_its_path(self):
     with self.assertRaisesRegex(FileNotFoundError, 'No TFLite model /no/m'):
       tflite_runner.TfliteModel('/no/m.tflite')
+
+
+def _context_logits(normalized):
+  """2-class logits that depend on the whole window (its mean)."""
+  context = tf.reduce_mean(normalized[..., :1], axis=[1, 2], keepdims=True)
+  context = tf.broadcast_to(context, tf.shape(normalized[..., :1]))
+  return tf.concat([normalized[..., :1] * 4.0 - context,
+                    normalized[..., 1:2] * 3.0 + context], -1)
+
+
+def _write_context_tflite(path, input_size):
+  """A .tflite of the export's layout whose classes depend on context."""
+  height, width = input_size
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
+                                     name=tflite_runner.IMAGE_INPUT)
+    size = tf.compat.v1.placeholder(tf.int32, [2],
+                                    name=tflite_runner.SIZE_INPUT)
+    inside = tf.logical_and(tf.range(height)[:, None] < size[0],
+                            tf.range(width)[None, :] < size[1])
+    normalized = (tf.cast(image, tf.float32) / 255.0 - 0.5) * tf.cast(
+        inside, tf.float32)[None, :, :, None]
+    probabilities = tf.nn.softmax(_context_logits(normalized))
+    outputs = [tf.identity(tf.argmax(probabilities, -1, output_type=tf.int32),
+                           name=tflite_runner.SEMANTIC_OUTPUT),
+               tf.identity(probabilities,
+                           name=tflite_runner.PROBABILITIES_OUTPUT)]
+    content = tf.compat.v1.lite.TFLiteConverter.from_session(
+        session, [image, size], outputs).convert()
+  with open(path, 'wb') as f:
+    f.write(content)
+
+
+class WindowsTest(tf.test.TestCase):
+  """The runner's windows against evaluation's in-graph tiling."""
+
+  def test_runner_tiles_as_evaluation_does(self):
+    input_size = (12, 14)
+    path = os.path.join(self.create_tempdir().full_path, 'm.tflite')
+    _write_context_tflite(path, input_size)
+    model = tflite_runner.TfliteModel(path, num_threads=1,
+                                      window_stride=(5, 6),
+                                      window_blending='gaussian')
+    windows = tiling.make_windows(list(input_size), [5, 6], 'gaussian')
+    rng = np.random.default_rng(0)
+    # Larger than the input both ways; shorter than it (padded, as the
+    # eval parser pads to EVAL_CROP_SIZE = the input size).
+    for shape in ((23, 31), (9, 40)):
+      image = rng.integers(0, 256, shape + (3,), np.uint8)
+      canvas = np.zeros((max(shape[0], 12), max(shape[1], 14), 3),
+                        np.float32)
+      canvas[:shape[0], :shape[1]] = image / 255.0 - 0.5
+      probabilities = tiling.tiled_probabilities(
+          lambda tiles: tf.nn.softmax(_context_logits(tiles)),
+          tf.constant(canvas[None]), windows)
+      expected = np.argmax(probabilities[0], -1)[:shape[0], :shape[1]]
+      whole = np.argmax(_context_logits(canvas[None])[0], -1)
+      self.assertGreater((expected != whole[:shape[0], :shape[1]]).sum(), 0,
+                         'the windows must change some labels')
+      self.assertAllEqual(model.predict(image), expected)
+
+  def test_windows_need_the_probabilities_output(self):
+    path = os.path.join(self.create_tempdir().full_path, 'm.tflite')
+    testing_utils.write_stand_in_tflite(path, (9, 9))
+    with self.assertRaisesRegex(ValueError, "no 'probabilities' output"):
+      tflite_runner.TfliteModel(path, window_blending='uniform')
 
 
 if __name__ == '__main__':

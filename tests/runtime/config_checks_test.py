@@ -341,7 +341,11 @@ class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertEqual(self._data_lines({'val': fine}, crop=(39, 41)), [
         "EVAL_CROP_SIZE (eval/Parser.crop_size) = [39, 41] is smaller than "
         "the largest image of split 'val', [40, 33] (height, width): set it "
-        'to at least [40, 41].'])
+        'to at least [40, 41], or set WINDOW_SIZE (sliding windows, '
+        'docs/large_images.md).'])
+    # With sliding windows the eval parser pads larger images itself.
+    self.assertEmpty(self._data_lines({'val': fine}, crop=(39, 41),
+                                      window_size=[17, 17]))
     empty = dict(fine, num_images=0)
     self.assertEqual(self._data_lines({'train': empty}),
                      ["split 'train' in /d has no images."])

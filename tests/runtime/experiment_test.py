@@ -12,6 +12,7 @@ from official_seg.runtime import experiment
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
+from tests.modeling import tiling_test
 
 IGNORE = 255
 
@@ -105,6 +106,81 @@ class EvaluationTest(tf.test.TestCase):
     # The explicit single scale without flips is the default path exactly.
     self.assertAllEqual(self._first_probabilities(
         ['predict_probabilities.eval_scales = [1.0]']), single_probs)
+
+  def test_one_covering_window_evaluates_as_the_whole_image(self):
+    whole, _, _ = self._evaluate()
+    windowed, _, _ = self._evaluate(['WINDOW_SIZE = [41, 41]'])
+    self.assertAllEqual(windowed['confusion_matrix'],
+                        whole['confusion_matrix'])
+    self.assertAllClose(windowed['loss'], whole['loss'], rtol=1e-5)
+    self.assertAllEqual(self._first_probabilities(['WINDOW_SIZE = [41, 41]']),
+                        self._first_probabilities())
+
+  def test_windowed_evaluation_blends_the_models_windows(self):
+    """Windowed eval against NumPy blending of whole-image window passes.
+
+    EVAL_CROP_SIZE is smaller than the images, so the parser pads each batch
+    to its largest image; the windows' own probabilities come from the
+    whole-image path run on each window cut out of those inputs.
+    """
+    window, stride = (20, 24), (11, 13)
+    extra = ['EVAL_CROP_SIZE = [16, 16]', f'WINDOW_SIZE = {list(window)}',
+             f'predict_probabilities.window_stride = {list(stride)}',
+             "predict_probabilities.window_blending = 'gaussian'"]
+    result, estimator, eval_fn = self._evaluate(extra)
+    predictions = list(estimator.predict(eval_fn))[:5]
+    batches = list(eval_fn({'batch_size': 2}).as_numpy_iterator())
+    images = [image for features, _ in batches for image in features['image']]
+    canvases = {image.shape[:2] for image in images}
+    self.assertGreater(len(canvases), 1, 'batches padded alike')
+    expected = self._np_windowed(images, window, stride)
+    for blended, prediction in zip(expected, predictions):
+      self.assertAllClose(prediction['probabilities'], blended, atol=2e-5)
+    labels = _original_labels(self.data_dir)
+    cropped = [p['semantic'][:p['height'], :p['width']] for p in predictions]
+    for label, prediction in zip(labels, cropped):
+      self.assertEqual(label.shape, prediction.shape)
+    _, mean_iou, accuracy = _reference(labels, cropped, 4)
+    self.assertAllClose(result['mean_iou'], mean_iou, rtol=1e-12)
+    self.assertAllClose(result['pixel_accuracy'], accuracy, rtol=1e-12)
+    self.assertEqual(result['num_images'], 5)
+
+  def _np_windowed(self, images, window, stride):
+    """NumPy blending of the whole-image probabilities of each window.
+
+    Every window of every image runs in one whole-image prediction.
+    """
+    corners, tiles = [], []
+    for image in images:
+      rows, _ = tiling_test.np_starts(image.shape[0], window[0], stride[0])
+      cols, _ = tiling_test.np_starts(image.shape[1], window[1], stride[1])
+      corners.append([(y, x) for y in rows for x in cols])
+      self.assertGreater(len(corners[-1]), 1)
+      tiles += [image[y:y + window[0], x:x + window[1]]
+                for y, x in corners[-1]]
+    estimator, _, _ = self._estimator([f'EVAL_CROP_SIZE = {list(window)}'])
+    tiles = np.stack(tiles)
+
+    def input_fn(params):
+      del params  # Unused.
+      features = {'image': tiles, 'height': np.full(len(tiles), window[0]),
+                  'width': np.full(len(tiles), window[1]),
+                  'valid': np.ones(len(tiles), np.float32)}
+      return tf.data.Dataset.from_tensor_slices(features).batch(16)
+
+    probabilities = iter(p['probabilities']
+                         for p in estimator.predict(input_fn))
+    results = []
+    for image, image_corners in zip(images, corners):
+      size = image.shape[:2]
+      maps, total = tiling_test.np_weight_maps(size, window, stride,
+                                               'gaussian')
+      result = np.zeros(size + (4,))
+      for (y, x), weight in zip(image_corners, maps):
+        result[y:y + window[0], x:x + window[1]] += next(probabilities) * (
+            weight / total)[y:y + window[0], x:x + window[1], None]
+      results.append(result)
+    return results
 
   def test_eval_mode_records_confusion_matrix_and_best(self):
     testing_utils.parse_tiny_quickstart(self.data_dir)

@@ -15,7 +15,9 @@ from official_seg.data import palettes
 from official_seg.data import preprocess
 from official_seg.export import saved_model
 from official_seg.export import signatures
+from official_seg.export import tflite_runner
 from tests import testing_utils
+from tests.export import tflite_runner_test
 
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'predict.py')
 _SPEC = importlib.util.spec_from_file_location('predict_tool', _TOOL)
@@ -188,6 +190,29 @@ class PredictToolTest(tf.test.TestCase):
     self.assertAllEqual(metrics['confusion_matrix'], confusion)
     self.assertIn('Evaluation at step 9 (3 images)', printed)
     self.assertIn(f'with {path}', printed)
+
+  def test_tflite_windows_flags_tile_larger_images(self):
+    path = os.path.join(self.model_dir, 'export', 'tflite', 'w.tflite')
+    os.makedirs(os.path.dirname(path))
+    tflite_runner_test._write_context_tflite(path, (12, 14))
+    self._run(model_dir=None, tflite=path, window_stride=['5', '6'],
+              window_blending='gaussian')
+    windowed = tflite_runner.TfliteModel(path, num_threads=1,
+                                         window_stride=(5, 6),
+                                         window_blending='gaussian')
+    scaled = tflite_runner.TfliteModel(path, num_threads=1)
+    differs = 0
+    for stem, image in self.images.items():
+      self.assertAllEqual(self._read('labels', stem),
+                          windowed.predict_windowed(image))
+      differs += (scaled.predict(image) != self._read('labels', stem)).sum()
+    self.assertGreater(differs, 0, 'windows and scaling agree everywhere')
+
+  def test_window_flags_without_tflite_are_a_usage_error(self):
+    with self.assertRaisesRegex(predict_tool.app.UsageError,
+                                '--window_stride and --window_blending are '
+                                'for --tflite'):
+      self._run(window_blending='uniform')
 
   def test_missing_label_names_the_file(self):
     os.remove(os.path.join(self.label_dir, 'b.png'))

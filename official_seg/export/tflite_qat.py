@@ -5,6 +5,7 @@ import tensorflow as tf
 from official_seg.export import tflite_runner
 from official_seg.modeling import inference
 from official_seg.modeling import quantized
+from official_seg.training import averaging
 
 # Why not the session route of the other kinds: from a TF1 session of the
 # quantized graph the converter keeps batch norm in float32, and full-integer
@@ -13,24 +14,48 @@ from official_seg.modeling import quantized
 # Model Garden converts its QAT models from.
 
 
-def restored_model(num_classes, input_size, checkpoint_path):
-  """The quantized model with a checkpoint's weights, executing eagerly.
+def _restored_weights(num_classes, input_size, checkpoint_path,
+                      moving_average_decay):
+  """The quantized model's weight values, restored as evaluation restores them.
+
+  The model is built in a graph of its own, as Estimator builds each mode's,
+  so its variables carry the checkpoint's names; the Saver is the model_fn's
+  (`averaging.restore_scaffold_fn`), which loads the moving averages in
+  place of the trainable weights when training kept them.
+  """
+  with tf.Graph().as_default():
+    model = quantized.build_quantized_model(num_classes, input_size)
+    scaffold_fn = averaging.restore_scaffold_fn(model.trainable_variables,
+                                                moving_average_decay)
+    saver = (scaffold_fn().saver if scaffold_fn
+             else tf.compat.v1.train.Saver(model.weights))
+    with tf.compat.v1.Session() as session:
+      saver.restore(session, checkpoint_path)
+      return session.run(model.weights)
+
+
+def restored_model(num_classes, input_size, checkpoint_path,
+                   moving_average_decay=None):
+  """The quantized model with the weights evaluation ran, executing eagerly.
 
   Args:
     num_classes: int.
     input_size: (height, width) of the model input.
     checkpoint_path: a checkpoint of a quantization-aware training run.
+    moving_average_decay: `ModelFnOptions.moving_average_decay` of the run;
+      when set, the trainable weights are their moving averages, as in
+      evaluation and the SavedModel.
 
   Returns:
     The Keras model; call returns {'logits': [B, h, w, C]}.
   """
-  # Names first: Keras invalidates the layers made outside a graph before
-  # a model is built in one.
-  names = quantized.checkpoint_names(num_classes, input_size)
+  # The graph first: Keras invalidates the layers made outside a graph
+  # before a model is built in one.
+  values = _restored_weights(num_classes, input_size, checkpoint_path,
+                             moving_average_decay)
   model = quantized.from_template(
       quantized.template(num_classes, input_size), input_size)
-  reader = tf.train.load_checkpoint(checkpoint_path)
-  model.set_weights([reader.get_tensor(name) for name in names])
+  model.set_weights(values)
   return model
 
 

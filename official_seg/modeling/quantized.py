@@ -3,34 +3,18 @@
 import concurrent.futures
 import copy
 import dataclasses
+import functools
 import json
-import os
 
 import numpy as np
 import tensorflow as tf
 from official.vision.modeling import backbones
 from official.vision.modeling import decoders
+# The public API cannot execute eagerly with a graph of one's own as the
+# default graph (see _build_template).
+from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 from official_seg.modeling import model as model_lib
-
-# Importing tensorflow-model-optimization sets TF_USE_LEGACY_KERAS=1 for the
-# whole process, and TensorFlow then resolves every `tf.keras` loader not yet
-# used (tfmot's own imports use tf.compat.v1.keras) to tf_keras, while Model
-# Garden's layers are Keras 2.15's: a model mixing the two cannot be cloned
-# by the QAT transforms. So the loaders are resolved first and the setting
-# undone after the import.
-_LEGACY_KERAS = os.environ.get('TF_USE_LEGACY_KERAS')
-for _keras in (tf.keras, tf.compat.v1.keras, tf.compat.v2.keras):
-  assert _keras.layers.Layer
-# pylint: disable=g-import-not-at-top,g-bad-import-order
-import tensorflow_model_optimization as tfmot
-from official.projects.qat.vision.configs import common
-from official.projects.qat.vision.modeling import factory
-# pylint: enable=g-import-not-at-top,g-bad-import-order
-if _LEGACY_KERAS is None:
-  os.environ.pop('TF_USE_LEGACY_KERAS', None)
-else:
-  os.environ['TF_USE_LEGACY_KERAS'] = _LEGACY_KERAS
 
 # The custom objects Model Garden's factory quantizes under.
 _SCOPE = {'L2': tf.keras.regularizers.l2}
@@ -42,9 +26,41 @@ _TAG_BASE = 10000.25
 _UNQUANTIZABLE_FUSIONS = ('pyramid_fusion', 'panoptic_fpn_fusion')
 # Template per float model configuration, for the process's lifetime.
 _TEMPLATES = {}
-# id of a cached Template -> its weights' names in the last graph that built
-# it: the names the checkpoints of this process's graphs hold.
-_GRAPH_NAMES = {}
+
+
+@functools.cache
+def _model_optimization():
+  """tensorflow-model-optimization and Model Garden's QAT project, once.
+
+  Imported when the first quantized model is built, so that float runs and
+  exports never load them. The import sets TF_USE_LEGACY_KERAS=1 for the
+  rest of the process (and the processes it starts), and TensorFlow then
+  resolves each Keras loader not yet used to tf_keras (the import itself
+  uses `tf.compat.v1.keras`), while Model Garden's layers are Keras
+  2.15's: a model mixing the two cannot be cloned by the QAT transforms.
+  So the loaders are resolved, and checked to be one Keras, before it.
+
+  Returns:
+    (the `tensorflow_model_optimization` module, and Model Garden's
+    `official.projects.qat.vision` `configs.common` and `modeling.factory`
+    modules).
+
+  Raises:
+    ImportError: the loaders are already different Kerases.
+  """
+  layer = tf.keras.layers.Layer
+  for loader in (tf.compat.v1.keras, tf.compat.v2.keras):
+    if not issubclass(loader.layers.Layer, layer):
+      raise ImportError(
+          f'tf.compat Keras is {loader.layers.Layer.__module__}, tf.keras '
+          f'{layer.__module__}: TF_USE_LEGACY_KERAS was set after this '
+          'process first used Keras; quantization-aware models need one.')
+  # pylint: disable=g-import-not-at-top
+  import tensorflow_model_optimization as tfmot
+  from official.projects.qat.vision.configs import common
+  from official.projects.qat.vision.modeling import factory
+  # pylint: enable=g-import-not-at-top
+  return tfmot, common, factory
 
 
 class QuantizationError(ValueError):
@@ -141,19 +157,31 @@ def _with_model_garden_aspp(float_model):
 def _build_template(num_classes, input_size):
   """Runs eagerly: the float model, quantized by Model Garden's factory.
 
+  Keras names each layer made without a name by counting those made before
+  in the default graph, which for eager layers is the process's own: so
+  the factory runs with a fresh graph as default (still eagerly), and the
+  names, which the graphs built from the template give their variables,
+  are the same whatever the process built before.
+
   Returns:
     (key, `Template` or None when `key` is already cached).
   """
-  float_model = model_lib.build_model(num_classes=num_classes)
-  check_quantizable(float_model)
-  key = _config_key(num_classes, float_model)
-  if key in _TEMPLATES:
-    return key, None
-  float_model = _with_model_garden_aspp(float_model)
+  with tf.Graph().as_default(), context.eager_mode():
+    float_model = model_lib.build_model(num_classes=num_classes)
+    check_quantizable(float_model)
+    key = _config_key(num_classes, float_model)
+    if key in _TEMPLATES:
+      return key, None
+    return key, _quantized(_with_model_garden_aspp(float_model), input_size)
+
+
+def _quantized(float_model, input_size):
+  """The `Template` of a float model, from Model Garden's factory."""
   float_model(tf.zeros([1, *input_size, 3]))
   for index, weight in enumerate(float_model.weights):
     weight.assign(tf.fill(weight.shape, _TAG_BASE + index))
   spec = tf.keras.layers.InputSpec(shape=[None, *input_size, 3])
+  _, common, factory = _model_optimization()
   try:
     quantized = factory.build_qat_segmentation_model(
         float_model, common.Quantization(), spec)
@@ -162,8 +190,8 @@ def _build_template(num_classes, input_size):
         "Model Garden's QAT factory cannot quantize the model of "
         f'build_model.backbone/decoder/head: {type(error).__name__}: '
         f'{error}'.split('\n')[0]) from error
-  return key, Template(quantized.get_config(),
-                       _sources(float_model.weights, quantized.weights))
+  return Template(quantized.get_config(),
+                  _sources(float_model.weights, quantized.weights))
 
 
 def template(num_classes, input_size):
@@ -227,6 +255,7 @@ def from_template(built, input_size):
   """
   config = _without_build_configs(built.config)
   config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
+  tfmot, _, _ = _model_optimization()
   with tfmot.quantization.keras.quantize_scope(_SCOPE):
     return tf.keras.Model.from_config(config)
 
@@ -256,8 +285,6 @@ def build_quantized_model(num_classes, input_size):
   built = template(num_classes, input_size)
   model = from_template(built, input_size)
   quantized_names = [weight.name.split(':')[0] for weight in model.weights]
-  if not tf.executing_eagerly():
-    _GRAPH_NAMES[id(built)] = quantized_names
   names = float_variable_names(num_classes)
   model.checkpoint_names = {
       name: names[source]
@@ -270,19 +297,3 @@ def build_quantized_model(num_classes, input_size):
       else ('backbone', 'head'), modules))
   return model
 
-
-def checkpoint_names(num_classes, input_size):
-  """The names a checkpoint gives the quantized model's weights, in order.
-
-  Those of the model a graph of this process last built (a training or
-  evaluation graph, whose checkpoints hold them); else one is built in a
-  graph of its own, as Estimator builds each mode's.
-
-  Returns:
-    A list of str, one per weight of `from_template`'s model.
-  """
-  built = template(num_classes, input_size)
-  if id(built) not in _GRAPH_NAMES:
-    with tf.Graph().as_default():
-      build_quantized_model(num_classes, input_size)
-  return _GRAPH_NAMES[id(built)]

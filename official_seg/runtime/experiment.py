@@ -260,8 +260,10 @@ def _export_tflite(built, checkpoint_path):
   """--mode=export_tflite; a kind it cannot export is a config error."""
   try:
     quantized = built.options.quantize_delay_step is not None
-    tflite.tflite_export(_serving(built), built.eval_parser, quantized,
-                         checkpoint_path=checkpoint_path)
+    tflite.tflite_export(
+        _serving(built), built.eval_parser, quantized,
+        checkpoint_path=checkpoint_path,
+        moving_average_decay=built.options.moving_average_decay)
   except tflite.KindError as error:
     raise validation.ConfigurationError(str(error)) from error
 

@@ -1,8 +1,11 @@
-"""Quantization-aware training: the warm start, a train step and qat_int8."""
+"""Quantization-aware training: its warm start and step, the exports of the weights evaluated, its lazy import."""
 
+import hashlib
+import json
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 
 import gin
@@ -13,11 +16,14 @@ from tensorflow.core.protobuf import saved_model_pb2
 from official_seg.data import dataset_info
 from official_seg.export import predictor
 from official_seg.export import tflite
+from official_seg.export import tflite_qat
 from official_seg.export import tflite_runner
+from official_seg.modeling import model as model_lib
 from official_seg.modeling import quantized
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
+from official_seg.training import averaging
 from tests import testing_utils
 
 # Training at 33 and the TFLite input at 41 (the eval crop): the quantized
@@ -28,11 +34,30 @@ from tests import testing_utils
 # FINE_TUNE_BATCH_NORM = True), which updates the batch-norm statistics and
 # the quantizers' ranges.
 _SIZE = ['CROP_SIZE = [33, 33]', 'EVAL_CROP_SIZE = [41, 41]']
-_FROZEN = ['BASE_LEARNING_RATE = 0.0']
+_DECAY = 0.9999
+_QAT = ['BASE_LEARNING_RATE = 0.0',
+        f'ModelFnOptions.moving_average_decay = {_DECAY}',
+        "tflite_export.kinds = ['qat_int8']"]
 # What a training step changes even at a learning rate of 0.
 _UPDATED = ('/moving_mean', '/moving_variance')
 # tfmot's activation quantizers start with the range [-6, 6].
 _INITIAL_RANGE = 6.0
+_LEGACY_KERAS = 'TF_USE_LEGACY_KERAS'
+# The binary, reporting at exit which modules of the quantization-aware path
+# it loaded and TF_USE_LEGACY_KERAS (which tensorflow-model-optimization sets
+# when imported).
+_REPORTING_BINARY = '''
+import atexit, json, os, sys
+def report():
+  loaded = sorted(name for name in sys.modules if name.startswith((
+      'tensorflow_model_optimization', 'official.projects.qat')))
+  with open({report!r}, 'w') as f:
+    json.dump({{'loaded': loaded, 'legacy_keras': os.environ.get({env!r})}}, f)
+atexit.register(report)
+from official_seg import train_and_eval
+sys.argv = ['train_and_eval'] + sys.argv[1:]
+train_and_eval.run()
+'''
 
 
 def _parse(data_dir, files, extra):
@@ -42,8 +67,75 @@ def _parse(data_dir, files, extra):
                    finalize=False)
 
 
+def _float_run(data_dir, model_dir, report):
+  """Trains a float step with the binary; returns what it loaded (`report`)."""
+  driver = _REPORTING_BINARY.format(report=report, env=_LEGACY_KERAS)
+  # As a user's shell starts it: this process may have run the QAT path.
+  env = {k: v for k, v in os.environ.items() if k != _LEGACY_KERAS}
+  result = subprocess.run(
+      testing_utils.binary_command(
+          model_dir, testing_utils.tiny_bindings(data_dir, 1, _SIZE + [
+              'build_run_config.tf_random_seed = 3',
+              'train/build_dataset.seed = 1']),
+          'train', driver=driver),
+      cwd=testing_utils.REPO, env=env, capture_output=True, text=True,
+      timeout=testing_utils.BINARY_TIMEOUT_SECS, check=False)
+  if result.returncode:
+    raise AssertionError(result.stderr[-3000:])
+  with open(report) as f:
+    return json.load(f)
+
+
+def _with_distinct_averages(checkpoint, path):
+  """A copy of `checkpoint` whose moving averages differ from the weights.
+
+  Each average is its weight plus noise of a third of the weight's spread
+  (and at least 0.01), so that no average equals its weight while the
+  averaged model still labels more than one class.
+
+  Returns:
+    The new checkpoint's path.
+  """
+  reader = tf.train.load_checkpoint(checkpoint)
+  noise = np.random.RandomState(0)
+  with tf.Graph().as_default():
+    variables = {}
+    for name in reader.get_variable_to_shape_map():
+      value = reader.get_tensor(name)
+      if name.endswith('/' + averaging.AVERAGE_NAME):
+        value = value + noise.normal(
+            0.0, value.std() / 3 + 0.01, value.shape).astype(value.dtype)
+      variables[name] = tf.Variable(value)
+    saver = tf.compat.v1.train.Saver(variables)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      return saver.save(session, path)
+
+
+def _fingerprints(arrays):
+  return {hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
+          for a in arrays}
+
+
+_LEGACY_KERAS_BEFORE = os.environ.get(_LEGACY_KERAS)
+
+
+def tearDownModule():
+  # tensorflow-model-optimization set it for this process when the tests
+  # built quantized models; the suite's later tests start binaries that a
+  # user would start without it.
+  if _LEGACY_KERAS_BEFORE is None:
+    os.environ.pop(_LEGACY_KERAS, None)
+  else:
+    os.environ[_LEGACY_KERAS] = _LEGACY_KERAS_BEFORE
+
+
 class QuantizationAwareTrainingTest(tf.test.TestCase):
-  """A float step, then a QAT step from it and its qat_int8 export."""
+  """A float run, a QAT step from it, and its exports and evaluation.
+
+  The exports and the evaluation are of a copy of the QAT checkpoint whose
+  moving averages differ from its weights: they must all run the averages.
+  """
 
   @classmethod
   def setUpClass(cls):
@@ -54,16 +146,18 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
                                      num_shards=1)
     cls.float_dir = os.path.join(cls.root, 'float')
     cls.qat_dir = os.path.join(cls.root, 'qat')
-    _parse(cls.data_dir, [], [])
-    tf.keras.utils.set_random_seed(3)
-    experiment.run('train', cls.float_dir)
-    _parse(cls.data_dir, ['deployment/qat.gin'], _FROZEN + [
-        f"INIT_CHECKPOINT = '{cls.float_dir}'",
-        "tflite_export.kinds = ['qat_int8']"])
+    cls.float_run = _float_run(cls.data_dir, cls.float_dir,
+                               os.path.join(cls.root, 'loaded.json'))
+    _parse(cls.data_dir, ['deployment/qat.gin'],
+           _QAT + [f"INIT_CHECKPOINT = '{cls.float_dir}'"])
     experiment.run('train', cls.qat_dir)
-    experiment.run('export_tflite', cls.qat_dir)
-    cls.eval_record = experiment.run('eval', cls.qat_dir)
-    experiment.run('export', cls.qat_dir)
+    cls.checkpoint = _with_distinct_averages(
+        tf.train.latest_checkpoint(cls.qat_dir),
+        os.path.join(cls.root, 'averaged', 'model.ckpt-1'))
+    experiment.run('export_tflite', cls.qat_dir, checkpoint_path=cls.checkpoint)
+    cls.eval_record = experiment.run('eval', cls.qat_dir,
+                                     checkpoint_path=cls.checkpoint)
+    experiment.run('export', cls.qat_dir, checkpoint_path=cls.checkpoint)
     cls.saved_dir = predictor.find_saved_model(cls.qat_dir)
     cls.served = predictor.Predictor(cls.saved_dir)
 
@@ -72,8 +166,18 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     shutil.rmtree(cls.root, ignore_errors=True)
     super().tearDownClass()
 
+  def setUp(self):
+    super().setUp()
+    _parse(self.data_dir, ['deployment/qat.gin'], _QAT)
+
   def _checkpoint(self, model_dir):
     return tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+
+  def test_a_float_run_does_not_load_the_quantization_aware_path(self):
+    # Before: gin/base.gin -> export.tflite -> tflite_qat -> quantized
+    # imported tensorflow-model-optimization in every run.
+    self.assertEqual(self.float_run, {'loaded': [], 'legacy_keras': None})
+    self.assertTrue(tf.train.latest_checkpoint(self.float_dir))
 
   def test_step_is_finite_and_checkpoints_fake_quant_ranges(self):
     losses = [value.simple_value
@@ -99,7 +203,6 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     qat_names = set(qat_reader.get_variable_to_shape_map())
     float_names = quantized.float_variable_names(4)
     self.assertEqual(len(float_names), len(set(float_names)))
-    _parse(self.data_dir, ['deployment/qat.gin'], _FROZEN)
     with tf.Graph().as_default():
       model = quantized.build_quantized_model(4, (33, 33))
       names = dict(model.checkpoint_names)
@@ -143,6 +246,43 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     self.assertEqual(semantic.shape, (1, 41, 41))
     self.assertTrue(np.all((semantic >= 0) & (semantic < 4)))
 
+  def test_qat_int8_restores_the_moving_averages(self):
+    # Identified by value: each trainable weight of the restored model is
+    # an average of the checkpoint (which differ from the raw weights),
+    # each other weight (batch-norm statistics, ranges) a raw value.
+    reader = tf.train.load_checkpoint(self.checkpoint)
+    names = reader.get_variable_to_shape_map()
+    averages = _fingerprints(reader.get_tensor(name) for name in names
+                             if name.endswith(averaging.AVERAGE_NAME))
+    raw = _fingerprints(reader.get_tensor(name) for name in names
+                        if not name.endswith(averaging.AVERAGE_NAME))
+    self.assertFalse(averages & raw)
+    model = tflite_qat.restored_model(4, (41, 41), self.checkpoint, _DECAY)
+    trainable = _fingerprints(w.numpy() for w in model.trainable_weights)
+    self.assertGreater(len(trainable), 150)
+    self.assertLessEqual(trainable, averages)
+    self.assertLessEqual(
+        _fingerprints(w.numpy() for w in model.non_trainable_weights), raw)
+
+  def test_checkpoint_names_do_not_depend_on_what_was_built_before(self):
+    def names(num_classes):
+      with tf.Graph().as_default():
+        model = quantized.build_quantized_model(num_classes, (41, 41))
+        return [w.name.split(':')[0] for w in model.weights]
+
+    first = names(4)
+    stored = self._checkpoint(self.qat_dir).get_variable_to_shape_map()
+    self.assertContainsSubset(first, stored)
+    # Other graphs and eager models, float and quantized, in between; then
+    # a new template (5 classes), built after them all, names as the first.
+    with tf.Graph().as_default():
+      model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+      quantized.build_quantized_model(4, (33, 33))
+    model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+    quantized.from_template(quantized.template(4, (33, 33)), (33, 33))
+    self.assertEqual(names(4), first)
+    self.assertEqual(names(5), first)
+
 
   def test_saved_model_serves_the_fake_quantized_graph(self):
     # Read from saved_model.pb, without loading the model again.
@@ -158,7 +298,6 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     # The EVAL spec and the exported PREDICT spec build the same quantized
     # model from the checkpoint: the SavedModel's label maps, scored with
     # NumPy, give the evaluation's mean IoU and pixel accuracy.
-    _parse(self.data_dir, ['deployment/qat.gin'], _FROZEN)
     dataset = dataset_info.DatasetInfo()
     model = self.served
     confusion = np.zeros([4, 4], np.int64)

@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from official_seg.data import split_metadata
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 
@@ -195,11 +194,7 @@ def write_dataset(output_dir, splits, num_shards=4, **kwargs):
   Returns:
     A dict of split name to the number of images written.
   """
-  written = {}
-  for seed, (split, count) in enumerate(sorted(splits.items())):
-    tally = split_metadata.Tally()
-    written[split] = tfexample.write_shards(
-        examples(count, seed=100 + seed, tally=tally, **kwargs), output_dir,
-        split, num_shards)
-    split_metadata.write(output_dir, split, tally.metadata(split))
-  return written
+  return synthetic.write_splits(
+      output_dir, splits, num_shards,
+      lambda count, seed, tally: examples(count, seed=seed, tally=tally,
+                                          **kwargs), first_seed=100)

@@ -123,11 +123,30 @@ def write_dataset(output_dir, splits, num_shards=2, **kwargs):
   Returns:
     A dict of split name to the number of images written.
   """
+  return write_splits(output_dir, splits, num_shards,
+                      lambda count, seed, tally: examples(
+                          count, seed=seed, tally=tally, **kwargs))
+
+
+def write_splits(output_dir, splits, num_shards, make_examples, first_seed=0):
+  """Writes each split's examples as shards beside its `split_metadata` file.
+
+  Args:
+    output_dir: str, the dataset folder.
+    splits: dict, split name to number of images.
+    num_shards: int, shards per split.
+    make_examples: callable (count, seed, tally) -> iterable of
+      `tf.train.Example`s, adding each label to the `split_metadata.Tally`.
+    first_seed: int, the seed of the first split in name order; the next
+      ones count up from it.
+
+  Returns:
+    A dict of split name to the number of images written.
+  """
   written = {}
-  for seed, (split, count) in enumerate(sorted(splits.items())):
+  for seed, (split, count) in enumerate(sorted(splits.items()), first_seed):
     tally = split_metadata.Tally()
     written[split] = tfexample.write_shards(
-        examples(count, seed=seed, tally=tally, **kwargs), output_dir, split,
-        num_shards)
+        make_examples(count, seed, tally), output_dir, split, num_shards)
     split_metadata.write(output_dir, split, tally.metadata(split))
   return written

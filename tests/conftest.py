@@ -20,9 +20,10 @@ def pytest_configure(config):
 # these first keeps one long file from running alone at the end. The order
 # comes from the `--durations=30` list that every run prints.
 SLOWEST_FIRST = (
+    'tests/modeling/quantized_test.py',
     'tests/tools/launch_local_cluster_test.py',
     'tests/runtime/object_store_test.py',
-    'tests/modeling/quantized_test.py',
+    'tests/tools/import_deeplab_checkpoint_test.py',
     'tests/reliability_test.py',
     'tests/train_and_eval_test.py',
     'tests/tensorboard_test.py',

@@ -33,16 +33,27 @@ from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
 
-flags.DEFINE_string('deeplab_checkpoint', None,
-                    'A DeepLab checkpoint prefix (e.g. .../model.ckpt) or '
-                    'a directory holding one.')
-# --gin_file (the model's and its dataset's), --gin_param and --data_dir,
-# shared with the binary and the other tools.
-flags.adopt_module_key_flags(seg_flags)
-flags.DEFINE_string('output_dir', None, 'Where our checkpoint is written.')
-flags.DEFINE_bool('backbone_only', False,
-                  'Import the backbone only (ImageNet checkpoints).')
-flags.mark_flags_as_required(['deeplab_checkpoint', 'gin_file', 'output_dir'])
+
+def _define_flags():
+  """The tool's flags, defined only when it runs as a program.
+
+  Its test imports `import_checkpoint` into a pytest worker that may hold
+  other tools' flags too (predict's --output_dir): absl refuses a flag
+  defined twice in one process, and a required flag would bind every test.
+  """
+  flags.DEFINE_string('deeplab_checkpoint', None,
+                      'A DeepLab checkpoint prefix (e.g. .../model.ckpt) or '
+                      'a directory holding one.')
+  # --gin_file (the model's and its dataset's), --gin_param and --data_dir,
+  # shared with the binary and the other tools.
+  flags.adopt_module_key_flags(seg_flags)
+  flags.DEFINE_string('output_dir', None, 'Where our checkpoint is written.')
+  flags.DEFINE_bool('backbone_only', False,
+                    'Import the backbone only (ImageNet checkpoints).')
+  flags.mark_flags_as_required(
+      ['deeplab_checkpoint', 'gin_file', 'output_dir'])
+
+
 FLAGS = flags.FLAGS
 
 REPORT_NAME = 'import_report.json'
@@ -121,4 +132,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  _define_flags()
   app.run(main)

@@ -273,15 +273,15 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     first = names(4)
     stored = self._checkpoint(self.qat_dir).get_variable_to_shape_map()
     self.assertContainsSubset(first, stored)
-    # Other graphs and eager models, float and quantized, in between; then
-    # a new template (5 classes), built after them all, names as the first.
+    # Other graphs and eager models, float and quantized, in between: a
+    # quantized model built after them all names its weights as the first.
+    # (A second template, built after them too, costs minutes of the suite.)
     with tf.Graph().as_default():
       model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
       quantized.build_quantized_model(4, (33, 33))
     model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
     quantized.from_template(quantized.template(4, (33, 33)), (33, 33))
     self.assertEqual(names(4), first)
-    self.assertEqual(names(5), first)
 
 
   def test_saved_model_serves_the_fake_quantized_graph(self):

@@ -46,7 +46,9 @@ class XceptionTrainingTest(testing_utils.TinyDataTestCase,
   num_train = 4
   num_val = 2
 
-  @parameterized.parameters((16, [6, 12, 18]), (8, [12, 24, 36]))
+  # Output stride 8 is built above and matched against DeepLab's graph in
+  # tests/tools/import_deeplab_checkpoint_test.py; one stride trains here.
+  @parameterized.parameters((16, [6, 12, 18]))
   def test_trains_two_steps_through_estimator(self, output_stride, rates):
     gin_config.parse(
         ['experiments/quickstart.gin', 'backbones/xception_65.gin'],

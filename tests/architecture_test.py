@@ -150,6 +150,16 @@ def _calls(path, attribute):
           if isinstance(node, ast.Attribute) and node.attr == attribute]
 
 
+def _too_long(paths, root):
+  """'<path from root>: N lines' of each module over MAX_MODULE_LINES."""
+  long = []
+  for path in paths:
+    with open(path, encoding='utf-8') as f:
+      count = sum(1 for _ in f)
+    if count > MAX_MODULE_LINES:
+      long.append(f'{os.path.relpath(path, root)}: {count} lines')
+  return long
+
 class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_packages_depend_one_way(self):
@@ -169,23 +179,12 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEmpty(packages - set(RANKS))
 
   def test_modules_stay_small(self):
-    long = []
-    for path in _modules():
-      with open(path, encoding='utf-8') as f:
-        count = sum(1 for _ in f)
-      if count > MAX_MODULE_LINES:
-        long.append(f'{os.path.relpath(path, _PACKAGE)}: {count} lines')
-    self.assertEmpty(long)
+    self.assertEmpty(_too_long(_modules(), _PACKAGE))
 
   @parameterized.parameters(*_TOP_FOLDERS)
   def test_top_folders_keep_modules_small(self, folder):
-    long = []
-    for path in _top_modules(folder).values():
-      with open(path, encoding='utf-8') as f:
-        count = sum(1 for _ in f)
-      if count > MAX_MODULE_LINES:
-        long.append(f'{folder}/{os.path.basename(path)}: {count} lines')
-    self.assertEmpty(long)
+    self.assertEmpty(_too_long(_top_modules(folder).values(),
+                               testing_utils.REPO))
 
   @parameterized.parameters(*_TOP_FOLDERS)
   def test_top_folders_import_one_way(self, folder):

@@ -187,6 +187,30 @@ def stand_in_confusion(data_dir, split, num_classes=4, ignore_label=255):
   return expected
 
 
+def write_export_layout_tflite(path, input_size, outputs):
+  """A .tflite with --mode=export_tflite's 'image' and 'size' inputs.
+
+  Args:
+    path: str, the .tflite to write.
+    input_size: (H, W) of its 'image' input.
+    outputs: callable (uint8 [1, H, W, 3] image, bool [H, W] mask of the
+      pixels inside 'size') -> the named output tensors.
+  """
+  height, width = input_size
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
+                                     name=tflite_runner.IMAGE_INPUT)
+    size = tf.compat.v1.placeholder(tf.int32, [2],
+                                    name=tflite_runner.SIZE_INPUT)
+    inside = tf.logical_and(tf.range(height)[:, None] < size[0],
+                            tf.range(width)[None, :] < size[1])
+    content = tf.compat.v1.lite.TFLiteConverter.from_session(
+        session, [image, size], outputs(image, inside)).convert()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'wb') as f:
+    f.write(content)
+
+
 def write_stand_in_tflite(path, input_size, metadata=None):
   """A .tflite with --mode=export_tflite's inputs and outputs, no model.
 
@@ -198,24 +222,13 @@ def write_stand_in_tflite(path, input_size, metadata=None):
     input_size: (H, W) of its 'image' input.
     metadata: optional dict written as segmentation.json beside it.
   """
-  height, width = input_size
-  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-    image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
-                                     name=tflite_runner.IMAGE_INPUT)
-    size = tf.compat.v1.placeholder(tf.int32, [2],
-                                    name=tflite_runner.SIZE_INPUT)
+  def outputs(image, inside):
     pixels = tf.cast(image, tf.int32)
     labels = (tf.cast(pixels[..., 0] > 127, tf.int32)
               + 2 * tf.cast(pixels[..., 1] > 127, tf.int32))
-    inside = tf.logical_and(tf.range(height)[:, None] < size[0],
-                            tf.range(width)[None, :] < size[1])
-    semantic = tf.identity(tf.where(inside[None], labels, 3),
-                           name=tflite_runner.SEMANTIC_OUTPUT)
-    content = tf.compat.v1.lite.TFLiteConverter.from_session(
-        session, [image, size], [semantic]).convert()
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, 'wb') as f:
-    f.write(content)
+    return [tf.identity(tf.where(inside[None], labels, 3),
+                        name=tflite_runner.SEMANTIC_OUTPUT)]
+  write_export_layout_tflite(path, input_size, outputs)
   if metadata is not None:
     with open(os.path.join(os.path.dirname(path),
                            tflite_runner.METADATA_FILE), 'w') as f:

@@ -78,25 +78,15 @@ def _context_logits(normalized):
 
 def _write_context_tflite(path, input_size):
   """A .tflite of the export's layout whose classes depend on context."""
-  height, width = input_size
-  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-    image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
-                                     name=tflite_runner.IMAGE_INPUT)
-    size = tf.compat.v1.placeholder(tf.int32, [2],
-                                    name=tflite_runner.SIZE_INPUT)
-    inside = tf.logical_and(tf.range(height)[:, None] < size[0],
-                            tf.range(width)[None, :] < size[1])
+  def outputs(image, inside):
     normalized = (tf.cast(image, tf.float32) / 255.0 - 0.5) * tf.cast(
         inside, tf.float32)[None, :, :, None]
     probabilities = tf.nn.softmax(_context_logits(normalized))
-    outputs = [tf.identity(tf.argmax(probabilities, -1, output_type=tf.int32),
-                           name=tflite_runner.SEMANTIC_OUTPUT),
-               tf.identity(probabilities,
-                           name=tflite_runner.PROBABILITIES_OUTPUT)]
-    content = tf.compat.v1.lite.TFLiteConverter.from_session(
-        session, [image, size], outputs).convert()
-  with open(path, 'wb') as f:
-    f.write(content)
+    return [tf.identity(tf.argmax(probabilities, -1, output_type=tf.int32),
+                        name=tflite_runner.SEMANTIC_OUTPUT),
+            tf.identity(probabilities,
+                        name=tflite_runner.PROBABILITIES_OUTPUT)]
+  testing_utils.write_export_layout_tflite(path, input_size, outputs)
 
 
 class WindowsTest(tf.test.TestCase):

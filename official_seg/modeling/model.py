@@ -1,5 +1,7 @@
 """DeepLab model: a tf-models-official backbone, ASPP decoder and segmentation head."""
 
+import warnings
+
 import gin
 import tensorflow as tf
 from official.vision.modeling import backbones
@@ -84,6 +86,31 @@ def feature_level(backbone):
   return max(int(level) for level in backbone.output_specs)
 
 
+def _construct_backbone(backbone, regularizer):
+  """Calls the backbone constructor in inference mode.
+
+  Model Garden backbones are functional models: constructing one calls each
+  layer once on a symbolic input. In a graph with no learning phase set,
+  each batch norm then builds a `tf.cond` of its training and inference
+  branches, which no later call uses (a call passes its own `training`,
+  and Keras does not store the framework-supplied one); in inference mode
+  it builds the plain op, which cuts the graph's construction time.
+
+  Args:
+    backbone: the backbone constructor.
+    regularizer: the kernel regularizer, or None.
+
+  Returns:
+    The backbone, a Keras model.
+  """
+  with warnings.catch_warnings():
+    # The scope is deprecated in favour of passing `training` to a call,
+    # which a functional model's constructor offers no way to do.
+    warnings.filterwarnings('ignore', message='.*learning_phase_scope')
+    with tf.keras.backend.learning_phase_scope(0):
+      return backbone(kernel_regularizer=regularizer)
+
+
 @gin.configurable(denylist=['num_classes', 'cam_attention_dim'])
 def build_model(num_classes,
                 backbone=gin.REQUIRED,
@@ -118,7 +145,7 @@ def build_model(num_classes,
   # Keras L2(l2) adds l2 * sum(w**2); halving keeps DeepLab's values valid.
   regularizer = (tf.keras.regularizers.L2(weight_decay / 2.0)
                  if weight_decay else None)
-  backbone_net = backbone(kernel_regularizer=regularizer)
+  backbone_net = _construct_backbone(backbone, regularizer)
   level = feature_level(backbone_net)
   decoder_net = (decoder(level=level, kernel_regularizer=regularizer)
                  if decoder else None)

@@ -1,5 +1,6 @@
 """Shape tests of the DeepLab model across backbones, strides and heads."""
 
+import contextlib
 import re
 
 from absl.testing import parameterized
@@ -8,6 +9,17 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.modeling import model as model_lib
+
+
+@contextlib.contextmanager
+def _backbones_constructed_by(construct):
+  """Builds backbones with `construct` instead of `_construct_backbone`."""
+  original = model_lib._construct_backbone  # pylint: disable=protected-access
+  model_lib._construct_backbone = construct  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    model_lib._construct_backbone = original  # pylint: disable=protected-access
 
 _MOBILENET = ['build_model.backbone = @backbones.MobileNet',
               'backbones.MobileNet.filter_size_scale = 0.35']
@@ -76,6 +88,47 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
     model = model_lib.build_model(num_classes=2)
     logits = model(tf.zeros([1, 64, 64, 3]), training=False)["logits"]
     self.assertEqual(logits.shape, (1, 2, 2, 2))
+
+
+  def test_backbone_built_in_inference_mode_trains_as_one_built_plainly(self):
+    """Construction in inference mode: the same training pass, fewer ops.
+
+    A backbone built the plain way (with the learning phase unset) is the
+    reference: given its weights, the model from `build_model` computes the
+    same training logits and the same batch-norm updates.
+    """
+    gin.parse_config(_MOBILENET + _SMALL)
+    images = np.random.RandomState(0).uniform(
+        -1, 1, [2, 33, 33, 3]).astype(np.float32)
+    runs = {}
+    for name, construct in (
+        ('plain', lambda b, r: b(kernel_regularizer=r)),
+        ('inference', model_lib._construct_backbone)):  # pylint: disable=protected-access
+      graph = tf.Graph()
+      with graph.as_default(), _backbones_constructed_by(construct):
+        tf.keras.utils.set_random_seed(3)
+        model = model_lib.build_model(num_classes=3)
+        inputs = tf.constant(images)
+        logits = model(inputs, training=True)['logits']
+        updates = model.get_updates_for(inputs)
+        moving = _moving_statistics(model)
+        with tf.compat.v1.Session() as session:
+          session.run(tf.compat.v1.global_variables_initializer())
+          weights = session.run(model.weights)
+          if 'plain' in runs:
+            for variable, value in zip(model.weights, runs['plain']['weights']):
+              variable.load(value, session)
+          values = session.run(logits)
+          session.run(updates)
+          runs[name] = dict(weights=weights, logits=values,
+                            moving=session.run(moving), updates=len(updates),
+                            ops=len(graph.get_operations()))
+    plain, inference = runs['plain'], runs['inference']
+    self.assertAllClose(inference['logits'], plain['logits'])
+    self.assertEqual(inference['updates'], plain['updates'])
+    self.assertGreater(plain['updates'], 0)
+    self.assertAllClose(inference['moving'], plain['moving'])
+    self.assertLess(inference['ops'], plain['ops'])
 
 
 def _sync_bn(enabled):

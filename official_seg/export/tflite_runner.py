@@ -21,12 +21,14 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import image_ops
 from official_seg.data import input_fn as input_lib
 from official_seg.data import tfexample
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import signatures
+from official_seg.modeling import inference
 from official_seg.modeling import tiling
 
 IMAGE_INPUT = 'image'
@@ -196,9 +198,12 @@ class TfliteModel:
             f'{path} has no {PROBABILITIES_OUTPUT!r} output to blend windows '
             'with; export it with tflite_export.probabilities = True.')
       self._probabilities = outputs[PROBABILITIES_OUTPUT]['index']
-      self.windows = tiling.make_windows(
-          list(self.input_size), window_stride and list(window_stride),
-          window_blending or 'uniform', 1)
+      size = list(self.input_size)
+      stride = window_stride and list(window_stride)
+      blending = window_blending or 'uniform'
+      validation.check(inference.predict_probabilities, window_size=size,
+                       window_stride=stride, window_blending=blending)
+      self.windows = tiling.make_windows(size, stride, blending, 1)
 
   @property
   def size_bytes(self):

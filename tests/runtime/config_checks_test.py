@@ -54,6 +54,26 @@ _MISTAKES = (
      r'\) = .*: expected min <= max'),
     ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], {},
      r'predict_probabilities.eval_scales = \[\]: expected a list'),
+    # Sliding windows, refused before the run, not when evaluation builds
+    # its graph after training.
+    ('window_of_zeros', ['WINDOW_SIZE = [0, 17]'], [], {},
+     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[0, 17\]: '
+     r'expected None or two positive whole numbers'),
+    ('window_stride_beyond_window',
+     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_stride = '
+      '[18, 9]'], [], {},
+     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[17, 17\], '
+     r'predict_probabilities.window_stride = \[18, 9\]: expected '
+     r'window_stride at most window_size'),
+    ('window_blending_unknown',
+     ['WINDOW_SIZE = [17, 17]', "predict_probabilities.window_blending = "
+      "'cosine'"], [], {},
+     r"predict_probabilities.window_blending = 'cosine': expected one of "
+     r"\('uniform', 'gaussian'\)"),
+    ('window_batch_of_zero',
+     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_batch_size = 0'],
+     [], {}, r'predict_probabilities.window_batch_size = 0: expected a '
+     r'positive whole number'),
     ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], {}, r'crop_sise'),
     ('tpu_zone_without_tpu', [], [], {'tpu_zone': 'europe-west4-a'},
      r'--tpu_zone or --gcp_project is set but --tpu names no TPU'),

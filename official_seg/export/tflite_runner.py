@@ -164,13 +164,14 @@ class TfliteModel:
       window_blending: optional 'uniform' or 'gaussian' (default uniform).
 
     Raises:
-      FileNotFoundError: `path` does not exist.
+      validation.MissingFileError: `path` is not a file.
       ValueError: the model lacks the 'image' and 'size' inputs, or windows
         are asked of a model without the 'probabilities' output.
     """
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f'No TFLite model {path}; write one with '
-                              'train_and_eval --mode=export_tflite.')
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+      raise validation.MissingFileError(
+          f'No TFLite model {path}; write one with train_and_eval '
+          '--mode=export_tflite.')
     self.path = path
     self.metadata = read_metadata(path)
     self.resize_range = tuple(
@@ -293,7 +294,7 @@ def eval_examples(dataset, limit=None):
     (filename str, image uint8 [h, w, 3], label uint8 [h, w]) NumPy.
 
   Raises:
-    FileNotFoundError: the split has no shards; names DATA_DIR.
+    validation.MissingFileError: the split has no shards; names DATA_DIR.
   """
   files = input_lib.list_shards(dataset.data_dir, dataset.eval_split)
   records = tf.data.TFRecordDataset(files).map(tfexample.Decoder().decode)

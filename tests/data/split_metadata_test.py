@@ -121,7 +121,8 @@ class SplitMetadataTest(tf.test.TestCase, parameterized.TestCase):
     name = split_metadata.path(self.data_dir, 'jpeg')
     with open(name, 'wb' if isinstance(content, bytes) else 'w') as f:
       f.write(content)
-    with self.assertRaisesRegex(ValueError, re.escape(name)):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                re.escape(name)):
       split_metadata.read(self.data_dir, 'jpeg')
 
   def test_compute_of_a_missing_split_names_the_pattern(self):

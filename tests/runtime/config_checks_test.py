@@ -115,7 +115,7 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   """Each mistake stops before any work with our error, naming it."""
 
   def _stops(self, bindings, files, flags,
-             expected=validation.ConfigurationError):
+             expected=validation.ConfigurationError, mode='train_and_eval'):
     tmp = self.create_tempdir().full_path
     with open(os.path.join(tmp, 'typo.gin'), 'w') as f:
       f.write('import official_seg.runtime.experimnt\n')
@@ -133,13 +133,19 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
       config_checks.check_platform(flags.get('tpu'), flags.get('tpu_zone'),
                                    flags.get('gcp_project'))
       config_checks.check_checkpoint(flags.get('checkpoint'))
-      experiment.run('train_and_eval', model_dir)
+      experiment.run(mode, model_dir)
     self.assertIsNone(tf.train.latest_checkpoint(model_dir))
     return raised.exception
 
   @parameterized.named_parameters(*_MISTAKES)
   def test_stops_before_training(self, bindings, files, flags, message):
     self.assertRegex(str(self._stops(bindings, files, flags)), message)
+
+  def test_eval_of_a_model_dir_without_checkpoints_names_it(self):
+    error = self._stops([], [], {}, expected=validation.MissingFileError,
+                        mode='eval')
+    self.assertRegex(str(error), r'^No checkpoint to evaluate in .*/model; '
+                     'train first or pass --checkpoint.')
 
   @parameterized.parameters(FileNotFoundError, TimeoutError, ValueError)
   def test_an_error_of_a_bug_in_a_builder_is_not_a_mistake(self, kind):

@@ -127,7 +127,8 @@ class SplitMetadataTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_compute_of_a_missing_split_names_the_pattern(self):
     pattern = tfexample.shard_pattern(self.data_dir, 'test')
-    with self.assertRaisesRegex(validation.MissingFileError, re.escape(pattern)):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                re.escape(pattern)):
       split_metadata.compute(self.data_dir, 'test')
 
   def test_compute_names_an_example_whose_label_size_differs(self):

@@ -81,7 +81,8 @@ class StatsTest(tf.test.TestCase):
       stats.compute_stats(self.data_dir, 'bad', 4, IGNORE)
 
   def test_missing_shards_name_the_pattern(self):
-    with self.assertRaisesRegex(validation.MissingFileError, 'val-.....-of-.....'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'val-.....-of-.....'):
       stats.compute_stats(self.data_dir, 'val', 4, IGNORE)
 
 

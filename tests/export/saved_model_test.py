@@ -246,7 +246,8 @@ class ExportTest(tf.test.TestCase):
     with self.assertRaisesRegex(validation.MissingFileError,
                                 f'No checkpoint to export in {empty}'):
       experiment.run('export', empty)
-    with self.assertRaisesRegex(validation.MissingFileError, 'No SavedModel under'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'No SavedModel under'):
       predictor.find_saved_model(empty)
 
 

@@ -65,7 +65,8 @@ class EvaluateTest(testing_utils.TinyDataTestCase):
     self.assertGreater(record['latency_ms'], 0)
 
   def test_a_missing_model_names_its_path(self):
-    with self.assertRaisesRegex(validation.MissingFileError, 'No TFLite model /no/m'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'No TFLite model /no/m'):
       tflite_runner.TfliteModel('/no/m.tflite')
 
 

@@ -11,8 +11,12 @@ library code takes these settings as arguments.
   seg_flags.parse_gin()
 """
 
+import contextlib
+import sys
+
 from absl import flags
 
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.runtime import gin_config
 
@@ -84,3 +88,26 @@ def dataset_with(gin_files=None, num_classes=None, split=None,
   return gin_config.dataset_with(
       list(gin_files or []), gin_params(), num_classes=num_classes,
       data_dir=DATA_DIR.value, split=split, ignore_label=ignore_label)
+
+
+@contextlib.contextmanager
+def mistakes_exit_2(program):
+  """Exits with status 2 and `<program>: <message>` on a ConfigurationError.
+
+  For a tool's main: a mistake in a flag, a path a flag names or a gin
+  binding is reported alone; any other error keeps its traceback.
+
+  Args:
+    program: str, the tool's name for the message.
+
+  Yields:
+    Nothing.
+  """
+  try:
+    yield
+  except validation.ConfigurationError as error:
+    # gin appends 'In call to configurable ...'; the message names the
+    # binding, flag or file already.
+    message = str(error).split('\n  In call to configurable')[0]
+    print(f'{program}: {message}', file=sys.stderr)
+    sys.exit(2)

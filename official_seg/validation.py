@@ -14,6 +14,16 @@ class ConfigurationError(ValueError):
   """
 
 
+class MissingFileError(ConfigurationError, FileNotFoundError):
+  """A file or folder a setting names is missing, or holds nothing usable.
+
+  Raised on purpose where the setting is known, so that only our own
+  missing-file errors are a user's mistake (exit status 2): a
+  FileNotFoundError of any other cause is a bug. It is a FileNotFoundError
+  too, for callers that catch one.
+  """
+
+
 class Expect(NamedTuple):
   """A test of one value and the form it expects, for the message."""
   test: Callable[[object], bool]

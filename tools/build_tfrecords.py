@@ -20,6 +20,7 @@ from absl import flags
 # Only TensorFlow-free modules at the top: encoding workers re-import this
 # file as their main module, and importing TensorFlow there would cost each
 # of them seconds. main() imports the rest.
+from official_seg import validation
 from official_seg.data import layouts
 
 flags.DEFINE_enum('layout', None, layouts.LAYOUTS, 'How the dataset is laid out.')
@@ -123,8 +124,10 @@ def dataset(colours=None):
   if gin_file:
     try:
       return gin_config.read_dataset([gin_file])
-    except FileNotFoundError as e:
-      raise _BadInput(f'--dataset_gin: {e}') from None
+    except validation.ConfigurationError as e:
+      if not FLAGS.dataset_gin:
+        raise  # The layout's shipped file: its message names it.
+      raise _BadInput(f'--dataset_gin={gin_file}: {e}') from None
   if FLAGS.num_classes is None:
     raise _BadInput('--layout=folders needs --dataset_gin, --palette or '
                     '--num_classes (and --ignore_label).')
@@ -159,10 +162,14 @@ def main(argv):
   if argv[1:]:
     print(f'build_tfrecords: unexpected arguments {argv[1:]}', file=sys.stderr)
     return 2
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.data import storage
   try:
+    storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
     colours = _palette_colours() if FLAGS.palette else None
     gin_path = convert_all(colours)
-  except (_BadInput, layouts.DatasetError) as e:
+  except (_BadInput, layouts.DatasetError,
+          validation.ConfigurationError) as e:
     print(f'build_tfrecords: {e}', file=sys.stderr)
     return 2
   if gin_path:

@@ -11,6 +11,7 @@ from absl import flags
 
 from official_seg import flags as seg_flags
 from official_seg.data import stats
+from official_seg.data import storage
 from official_seg.evaluation import visualize
 
 # --gin_file (files that set the dataset macros: NUM_CLASSES, DATA_DIR, ...),
@@ -45,6 +46,13 @@ def dataset():
 
 def main(argv):
   del argv  # Unused.
+  with seg_flags.mistakes_exit_2('dataset_stats'):
+    _report()
+
+
+def _report():
+  """main's work; a path or setting it cannot use is a ConfigurationError."""
+  storage.check_output('--chart', FLAGS.chart, folder=False)
   info = dataset()
   result = stats.compute_stats(info.data_dir, info.train_split,
                                info.num_classes, info.ignore_label)

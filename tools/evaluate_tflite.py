@@ -17,6 +17,7 @@ from absl import flags
 
 from official_seg import flags as seg_flags
 from official_seg.data import dataset_info
+from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.export import tflite_runner
 
@@ -39,6 +40,15 @@ def main(argv):
   if not FLAGS.gin_file:
     raise app.UsageError('Give the gin files of the run, e.g. '
                          '--gin_file=gin/experiments/quickstart.gin')
+  with seg_flags.mistakes_exit_2('evaluate_tflite'):
+    _evaluate()
+
+
+def _evaluate():
+  """main's work; a path or setting it cannot use is a ConfigurationError."""
+  storage.check_input('--model', FLAGS.model, folder=False)
+  if FLAGS.output_json:
+    storage.check_output('--output_json', FLAGS.output_json, folder=False)
   seg_flags.parse_gin(finalize=False)
   dataset = dataset_info.DatasetInfo()
   model = tflite_runner.TfliteModel(FLAGS.model, FLAGS.num_threads)

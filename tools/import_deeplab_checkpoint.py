@@ -28,6 +28,7 @@ from absl import flags
 import tensorflow as tf
 
 from official_seg import flags as seg_flags
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
@@ -65,8 +66,9 @@ def _reader(path):
   """A `CheckpointReader` of a prefix or a directory's latest checkpoint."""
   prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
   if not prefix or not tf.io.gfile.glob(prefix + '.index'):
-    raise FileNotFoundError(f'--deeplab_checkpoint={path}: no checkpoint '
-                            'there (give the prefix, e.g. .../model.ckpt).')
+    raise validation.MissingFileError(
+        f'--deeplab_checkpoint={path}: no checkpoint there (give the prefix, '
+        'e.g. .../model.ckpt).')
   return prefix, tf.train.load_checkpoint(prefix)
 
 
@@ -85,9 +87,12 @@ def import_checkpoint(deeplab_checkpoint, gin_files, gin_params, output_dir,
     (our checkpoint prefix str, the report dict written beside it).
 
   Raises:
-    FileNotFoundError: no checkpoint at `deeplab_checkpoint`.
+    validation.MissingFileError: no checkpoint at `deeplab_checkpoint`.
+    validation.ConfigurationError: `output_dir` is a file or lies under
+      one; a gin file or binding it cannot use.
     deeplab_names.DeepLabImportError: it cannot fill the model.
   """
+  storage.check_output('--output_dir', output_dir, folder=True)
   prefix, reader = _reader(deeplab_checkpoint)
   dataset = gin_config.read_dataset(gin_files, gin_params)
   with tf.Graph().as_default():
@@ -121,7 +126,8 @@ def main(argv):
     ours, report = import_checkpoint(
         FLAGS.deeplab_checkpoint, FLAGS.gin_file, seg_flags.gin_params(),
         FLAGS.output_dir, FLAGS.backbone_only)
-  except (FileNotFoundError, deeplab_names.DeepLabImportError) as error:
+  except (validation.ConfigurationError,
+          deeplab_names.DeepLabImportError) as error:
     print(f'import_deeplab_checkpoint: {error}', file=sys.stderr)
     sys.exit(2)
   unused = {kind: len(names) for kind, names in report['unused'].items()}

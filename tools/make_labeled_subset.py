@@ -17,9 +17,11 @@ from absl import flags
 import numpy as np
 
 from official_seg import flags as seg_flags
+from official_seg import validation
 from official_seg.data import convert
 from official_seg.data import input_fn
 from official_seg.data import layouts
+from official_seg.data import storage
 from official_seg.data import subsets
 from official_seg.data import tfexample
 
@@ -155,6 +157,7 @@ def from_shards(info, fraction, name):
 
 def from_layout(info, fraction, name):
   """Writes the subset of a raw dataset's split as `<name>.txt`."""
+  storage.check_output('--output_list_dir', _list_dir(), folder=True)
   list_path = os.path.join(_list_dir(), f'{name}.txt')
   rest_path = os.path.join(_list_dir(), f'{name}_rest.txt')
   for path in [list_path] + ([rest_path] if FLAGS.complement else []):
@@ -198,10 +201,13 @@ def main(argv):
       from_layout(info, fraction, name)
     else:
       from_shards(info, fraction, name)
-  except FileNotFoundError as e:
+  except validation.MissingFileError as e:  # No shards of the split.
     print(f'make_labeled_subset: {e} Check --data_dir and --split.',
           file=sys.stderr)
-    return 1
+    return 2
+  except validation.ConfigurationError as e:
+    print(f'make_labeled_subset: {e}', file=sys.stderr)
+    return 2
   except (ValueError, FileExistsError) as e:  # Includes DatasetError.
     print(f'make_labeled_subset: {e}', file=sys.stderr)
     return 1

@@ -22,9 +22,12 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_seg import flags as seg_flags
+from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import layouts
 from official_seg.data import palettes
+from official_seg.data import storage
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.evaluation import visualize
@@ -90,12 +93,40 @@ def _stems(paths):
   return stems
 
 
-def _label_path(stem):
-  path = os.path.join(FLAGS.label_dir, stem + '.png')
-  if not os.path.exists(path):
-    raise FileNotFoundError(f'No label {path} for image {stem!r}; '
-                            '--label_dir needs <image stem>.png per image.')
-  return path
+def check_paths():
+  """Checks the folders and files the flags name, before any work.
+
+  Raises:
+    validation.ConfigurationError: one names nothing, or a file where a
+      folder is expected (or the other way round); its message names the
+      flag and the path.
+  """
+  if FLAGS.saved_model:
+    storage.check_input('--saved_model', FLAGS.saved_model, folder=True)
+    if not tf.saved_model.contains_saved_model(FLAGS.saved_model):
+      raise validation.MissingFileError(
+          f'--saved_model={FLAGS.saved_model} holds no SavedModel '
+          '(saved_model.pb); give an export folder, '
+          '<model_dir>/export/<timestamp>/.')
+  if FLAGS.model_dir:
+    storage.check_input('--model_dir', FLAGS.model_dir, folder=True)
+  if FLAGS.tflite:
+    storage.check_input('--tflite', FLAGS.tflite, folder=False)
+  if FLAGS.label_dir:
+    storage.check_input('--label_dir', FLAGS.label_dir, folder=True)
+  storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
+
+
+def _label_paths(stems):
+  """Each image's label file in --label_dir; raises if one is missing."""
+  paths = {stem: os.path.join(FLAGS.label_dir, stem + '.png')
+           for stem in stems}
+  for stem, path in paths.items():
+    if not os.path.isfile(path):
+      raise validation.MissingFileError(
+          f'--label_dir={FLAGS.label_dir} has no label {stem}.png for image '
+          f'{stems[stem]}; it needs <image stem>.png per image.')
+  return paths
 
 
 def _write_outputs(stem, image, labels, palette):
@@ -141,7 +172,7 @@ def _report(confusion, class_names, num_images, global_step):
   return record
 
 
-def _predict_all(model, stems, palette, dataset):
+def _predict_all(model, stems, palette, dataset, label_paths):
   """Predicts and writes every image; returns the summed confusion matrix."""
   confusion = (np.zeros([len(dataset[0])] * 2, np.int64) if dataset
                else None)
@@ -155,7 +186,7 @@ def _predict_all(model, stems, palette, dataset):
     _write_outputs(stem, image, labels, palette)
     if dataset:
       confusion += metrics.confusion_matrix(
-          encode.read_label(_label_path(stem)), labels, len(dataset[0]),
+          encode.read_label(label_paths[stem]), labels, len(dataset[0]),
           dataset[1])
     progress.update(index + 1)
   return confusion
@@ -180,17 +211,25 @@ def _load_model():
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  with seg_flags.mistakes_exit_2('predict'):
+    _predict()
+
+
+def _predict():
+  """main's work; a path or setting it cannot use is a ConfigurationError."""
+  check_paths()
+  stems = _stems(predictor.list_images(FLAGS.input))
+  label_paths = _label_paths(stems) if FLAGS.label_dir else None
   model, source = _load_model()
   metadata = model.metadata or {}
   dataset = _dataset(metadata) if FLAGS.label_dir else None
-  stems = _stems(predictor.list_images(FLAGS.input))
   palette = choose_palette(metadata)
   kinds = ['labels', 'colored', 'overlay'] + (
       ['label_ids'] if FLAGS.cityscapes_label_ids else [])
   for kind in kinds:
     os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
   print(f'Predicting {len(stems)} images with {source}')
-  confusion = _predict_all(model, stems, palette, dataset)
+  confusion = _predict_all(model, stems, palette, dataset, label_paths)
   if dataset:
     _report(confusion, dataset[0], len(stems), model.global_step)
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')

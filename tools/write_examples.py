@@ -14,6 +14,9 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_seg import flags as seg_flags
+from official_seg import validation
+from official_seg.data import storage
 from official_seg.data import tfexample
 
 flags.DEFINE_string('input', None, 'A glob of TFRecord shards.')
@@ -44,13 +47,17 @@ def write_examples(pattern, output_dir, count):
     list of the stems written, in the order of the shards.
 
   Raises:
-    FileNotFoundError: no shard matches `pattern`.
+    validation.MissingFileError: no shard matches `pattern` (--input).
+    validation.ConfigurationError: `output_dir` (--output_dir) is a file,
+      or lies under one.
     tf.errors.InvalidArgumentError: an example's image is not a JPEG or PNG,
       or its label not a PNG; names the example.
   """
   files = sorted(tf.io.gfile.glob(pattern))
   if not files:
-    raise FileNotFoundError(f'No TFRecord shards match {pattern!r}.')
+    raise validation.MissingFileError(
+        f'--input={pattern}: no TFRecord shards match it.')
+  storage.check_output('--output_dir', output_dir, folder=True)
   for kind in ('images', 'labels'):
     tf.io.gfile.makedirs(os.path.join(output_dir, kind))
   examples = tf.data.TFRecordDataset(files).take(count).map(
@@ -70,10 +77,8 @@ def write_examples(pattern, output_dir, count):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  try:
+  with seg_flags.mistakes_exit_2('write_examples'):
     stems = write_examples(FLAGS.input, FLAGS.output_dir, FLAGS.count)
-  except FileNotFoundError as error:
-    raise app.UsageError(str(error)) from None
   print(f'Wrote {len(stems)} images and labels to {FLAGS.output_dir}')
 
 

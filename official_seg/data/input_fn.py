@@ -4,6 +4,7 @@ from absl import logging
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.data import views
@@ -15,12 +16,13 @@ def list_shards(data_dir, split):
   """Returns the sorted shard paths of `split`.
 
   Raises:
-    FileNotFoundError: no shard matches; the message names the pattern.
+    validation.MissingFileError: no shard matches; the message names the
+      pattern.
   """
   pattern = tfexample.shard_pattern(data_dir, split)
   files = sorted(tf.io.gfile.glob(pattern))
   if not files:
-    raise FileNotFoundError(
+    raise validation.MissingFileError(
         f'No TFRecord shards match {pattern!r} (DATA_DIR={data_dir!r}, '
         f'split {split!r}). Set DATA_DIR with --gin_param="DATA_DIR=\'...\'" '
         'or write the data with tools/make_synthetic_dataset.py or '
@@ -226,7 +228,7 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
     A `tf.data.Dataset` of (features, labels) with static shapes.
 
   Raises:
-    FileNotFoundError: no shard of the split exists in `data_dir`.
+    validation.MissingFileError: no shard of the split exists in `data_dir`.
   """
   is_training = parser.is_training
   deterministic = not is_training or seed is not None

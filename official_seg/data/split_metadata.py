@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
+from official_seg import validation
 from official_seg.data import input_fn
 from official_seg.data import storage
 from official_seg.data import tfexample
@@ -112,7 +113,8 @@ def compute(data_dir, split, progress=False):
     pixels only, in numeric order).
 
   Raises:
-    FileNotFoundError: no shard of the split; the message names the pattern.
+    validation.MissingFileError: no shard of the split; the message names
+      the pattern.
     tf.errors.OpError: a record that does not read or decode, or whose image
       and label sizes differ; decoding errors name the example.
   """
@@ -201,8 +203,8 @@ def read(data_dir, split):
     The dict `compute` returns, or None when the split has no metadata file.
 
   Raises:
-    ValueError: the file is not valid JSON, lacks a key or has a value of
-      the wrong type; the message names the file.
+    validation.ConfigurationError: the file is not valid JSON, lacks a key
+      or has a value of the wrong type; the message names the file.
   """
   name = path(data_dir, split)
   if not tf.io.gfile.exists(name):
@@ -212,10 +214,11 @@ def read(data_dir, split):
   try:
     metadata = json.loads(content)
   except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike.
-    raise ValueError(f'{name} is not valid JSON ({e}); {_ADVICE}.') from None
+    raise validation.ConfigurationError(
+        f'{name} is not valid JSON ({e}); {_ADVICE}.') from None
   problem = _problem(metadata)
   if problem:
-    raise ValueError(f'{name} {problem}; {_ADVICE}.')
+    raise validation.ConfigurationError(f'{name} {problem}; {_ADVICE}.')
   return metadata
 
 

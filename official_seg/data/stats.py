@@ -39,7 +39,8 @@ def compute_stats(data_dir, split, num_classes, ignore_label):
     `Stats`.
 
   Raises:
-    FileNotFoundError: no shard of the split; the message names the pattern.
+    validation.MissingFileError: no shard of the split; the message names
+      the pattern.
   """
   dataset = tf.data.TFRecordDataset(input_fn.list_shards(data_dir, split))
   dataset = dataset.map(_label_counts, num_parallel_calls=tf.data.AUTOTUNE)

@@ -6,6 +6,8 @@ import uuid
 
 import tensorflow as tf
 
+from official_seg import validation
+
 # The file systems with `scheme://` paths that TensorFlow serves (gs://, s3://,
 # hdfs://, ram://) keep objects: no append, and a rename is a copy and a
 # delete, so a reader may see the target missing or doubled in between.
@@ -153,3 +155,59 @@ def check_writable(directory, timeout_secs):
                        f'{timeout_secs:g} s')
   if outcome[0] is not None:
     raise outcome[0]
+
+
+def _kind(folder):
+  return 'folder' if folder else 'file'
+
+
+def check_input(flag, path, folder):
+  """Raises unless `path` is an existing folder (or file), before any work.
+
+  Args:
+    flag: str, how the message names the setting, e.g. '--label_dir'.
+    path: str, local or `scheme://`.
+    folder: bool, whether a folder (else a file) is expected.
+
+  Raises:
+    validation.MissingFileError: nothing is at `path`.
+    validation.ConfigurationError: a file where a folder is expected, or
+      the other way round.
+  """
+  if not tf.io.gfile.exists(path):
+    raise validation.MissingFileError(
+        f'{flag}={path}: no such {_kind(folder)}.')
+  if tf.io.gfile.isdir(path) != folder:
+    raise validation.ConfigurationError(
+        f'{flag}={path} is a {_kind(not folder)}, not a {_kind(folder)}.')
+
+
+def check_output(flag, path, folder):
+  """Raises unless `path` is, or can be created as, a folder (or file).
+
+  On a local disk a path that does not exist yet needs a folder as its
+  nearest existing ancestor; `scheme://` paths have no folders to check.
+
+  Args:
+    flag: str, how the message names the setting, e.g. '--output_dir'.
+    path: str, local or `scheme://`.
+    folder: bool, whether a folder (else a file) will be written there.
+
+  Raises:
+    validation.ConfigurationError: the path, or the ancestor it would be
+      created in, is of the wrong kind.
+  """
+  if tf.io.gfile.exists(path):
+    if tf.io.gfile.isdir(path) != folder:
+      raise validation.ConfigurationError(
+          f'{flag}={path} is a {_kind(not folder)}; give a {_kind(folder)} '
+          'to write.')
+    return
+  if is_object_store(path):
+    return
+  ancestor = os.path.dirname(os.path.abspath(path))
+  while not os.path.exists(ancestor):
+    ancestor = os.path.dirname(ancestor)
+  if not os.path.isdir(ancestor):
+    raise validation.ConfigurationError(
+        f'{flag}={path} cannot be created: {ancestor} is a file.')

@@ -185,7 +185,8 @@ def read_shards(data_dir, split):
     `SplitLabels`, named by record filename.
 
   Raises:
-    FileNotFoundError: no shard of the split; the message names the pattern.
+    validation.MissingFileError: no shard of the split; the message names
+      the pattern.
     tf.errors.OpError: a record that does not read or decode.
   """
   dataset = tf.data.TFRecordDataset(input_fn.list_shards(data_dir, split))

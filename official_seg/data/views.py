@@ -297,13 +297,13 @@ def zip_unlabeled(labeled, stream, batch_size, build):
 
   Raises:
     ValueError: the replicas cannot split the unlabeled batch.
-    FileNotFoundError: the unlabeled split has no shards.
+    validation.MissingFileError: the unlabeled split has no shards.
   """
   size = stream.per_call_batch_size(batch_size)
   try:
     unlabeled = build(size)
-  except FileNotFoundError as error:
-    raise FileNotFoundError(
+  except validation.MissingFileError as error:
+    raise validation.MissingFileError(
         f'The unlabeled split (UNLABELED_SPLIT = {stream.split!r}) has no '
         f'shards. {error}') from error
   unlabeled = unlabeled.map(

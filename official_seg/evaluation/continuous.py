@@ -12,6 +12,14 @@ from official_seg.evaluation import results
 _STEP = re.compile(r'-(\d+)$')
 
 
+class CheckpointTimeoutError(TimeoutError):
+  """No checkpoint came within a wait: a fault of the run, not a setting.
+
+  Its message says which checkpoint and what to do; the binary prints it
+  alone and exits 1 (`experiment.USER_ERRORS`).
+  """
+
+
 def checkpoint_step(checkpoint_path):
   """The global step in a checkpoint's name, e.g. 500 for 'model.ckpt-500'.
 

@@ -7,6 +7,7 @@ import re
 
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import layouts
 from official_seg.export import saved_model
 from official_seg.export import signatures
@@ -19,7 +20,8 @@ def find_saved_model(model_dir):
   <timestamp>/` (train_and_eval's exporters); the largest timestamp wins.
 
   Raises:
-    FileNotFoundError: there is none; the message says how to export.
+    validation.MissingFileError: there is none; the message says how to
+      export.
   """
   base = os.path.join(model_dir, saved_model.EXPORT_DIR)
   found = [os.path.dirname(path) for pattern in ('*', os.path.join('*', '*'))
@@ -27,7 +29,7 @@ def find_saved_model(model_dir):
                os.path.join(base, pattern, 'saved_model.pb'))
            if os.path.basename(os.path.dirname(path)).isdigit()]
   if not found:
-    raise FileNotFoundError(
+    raise validation.MissingFileError(
         f'No SavedModel under {base}; export one with train_and_eval '
         f'--mode=export --model_dir={model_dir} and the gin files of the run.')
   return max(found, key=lambda path: int(os.path.basename(path)))
@@ -88,14 +90,14 @@ def list_images(pattern):
   """The JPEG and PNG files of a folder, or matching a glob, sorted.
 
   Raises:
-    FileNotFoundError: nothing matches; names `pattern`.
+    validation.MissingFileError: nothing matches; names `pattern`.
   """
   paths = (glob.glob(os.path.join(pattern, '*')) if os.path.isdir(pattern)
            else glob.glob(pattern))
   paths = sorted(path for path in paths
                  if path.lower().endswith(layouts.IMAGE_EXTENSIONS))
   if not paths:
-    raise FileNotFoundError(
+    raise validation.MissingFileError(
         f'--input {pattern!r} names no {"/".join(layouts.IMAGE_EXTENSIONS)} '
         'file; give a folder of images or a glob such as "images/*.jpg".')
   return paths

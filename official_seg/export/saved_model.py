@@ -8,6 +8,7 @@ import tempfile
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
@@ -220,11 +221,12 @@ def checkpoint_to_export(estimator, checkpoint_path=None):
   """`checkpoint_path`, or the latest checkpoint of the estimator's model dir.
 
   Raises:
-    FileNotFoundError: model_dir holds no checkpoint and none was given.
+    validation.MissingFileError: model_dir holds no checkpoint and none was
+      given.
   """
   checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
   if not checkpoint_path:
-    raise FileNotFoundError(
+    raise validation.MissingFileError(
         f'No checkpoint to export in {estimator.model_dir}; train first or '
         'pass --checkpoint.')
   return checkpoint_path
@@ -241,7 +243,8 @@ def export_checkpoint(serving, checkpoint_path=None):
     str, the SavedModel directory.
 
   Raises:
-    FileNotFoundError: model_dir holds no checkpoint and none was given.
+    validation.MissingFileError: model_dir holds no checkpoint and none was
+      given.
   """
   estimator = _ExportsWrittenWhole(serving.estimator)
   checkpoint_path = checkpoint_to_export(estimator, checkpoint_path)

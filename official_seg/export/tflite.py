@@ -183,7 +183,8 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
 
   Raises:
     KindError: an unknown kind, or 'qat_int8' of a float model.
-    FileNotFoundError: model_dir holds no checkpoint and none was given.
+    validation.MissingFileError: model_dir holds no checkpoint and none was
+      given.
   """
   check_kinds(kinds, quantized)
   estimator = serving.estimator

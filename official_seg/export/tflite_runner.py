@@ -21,12 +21,14 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import image_ops
 from official_seg.data import input_fn as input_lib
 from official_seg.data import tfexample
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import signatures
+from official_seg.modeling import inference
 from official_seg.modeling import tiling
 
 IMAGE_INPUT = 'image'
@@ -162,13 +164,14 @@ class TfliteModel:
       window_blending: optional 'uniform' or 'gaussian' (default uniform).
 
     Raises:
-      FileNotFoundError: `path` does not exist.
+      validation.MissingFileError: `path` is not a file.
       ValueError: the model lacks the 'image' and 'size' inputs, or windows
         are asked of a model without the 'probabilities' output.
     """
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f'No TFLite model {path}; write one with '
-                              'train_and_eval --mode=export_tflite.')
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+      raise validation.MissingFileError(
+          f'No TFLite model {path}; write one with train_and_eval '
+          '--mode=export_tflite.')
     self.path = path
     self.metadata = read_metadata(path)
     self.resize_range = tuple(
@@ -196,9 +199,12 @@ class TfliteModel:
             f'{path} has no {PROBABILITIES_OUTPUT!r} output to blend windows '
             'with; export it with tflite_export.probabilities = True.')
       self._probabilities = outputs[PROBABILITIES_OUTPUT]['index']
-      self.windows = tiling.make_windows(
-          list(self.input_size), window_stride and list(window_stride),
-          window_blending or 'uniform', 1)
+      size = list(self.input_size)
+      stride = window_stride and list(window_stride)
+      blending = window_blending or 'uniform'
+      validation.check(inference.predict_probabilities, window_size=size,
+                       window_stride=stride, window_blending=blending)
+      self.windows = tiling.make_windows(size, stride, blending, 1)
 
   @property
   def size_bytes(self):
@@ -288,7 +294,7 @@ def eval_examples(dataset, limit=None):
     (filename str, image uint8 [h, w, 3], label uint8 [h, w]) NumPy.
 
   Raises:
-    FileNotFoundError: the split has no shards; names DATA_DIR.
+    validation.MissingFileError: the split has no shards; names DATA_DIR.
   """
   files = input_lib.list_shards(dataset.data_dir, dataset.eval_split)
   records = tf.data.TFRecordDataset(files).map(tfexample.Decoder().decode)

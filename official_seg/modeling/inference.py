@@ -58,7 +58,9 @@ def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images):
 
 
 @gin.configurable(denylist=['model', 'images', 'base_logits', 'with_logits'])
-@validation.checked(eval_scales=validation.POSITIVE_NUMBERS)
+@validation.checked(tiling.WINDOW_RELATIONS,
+                    eval_scales=validation.POSITIVE_NUMBERS,
+                    **tiling.WINDOW_EXPECTS)
 def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
                           add_flipped_images=False, window_size=None,
                           window_stride=None, window_blending='uniform',
@@ -99,7 +101,10 @@ def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
     validation.ConfigurationError: a setting of the wrong form; the message
       names its binding.
   """
-  validation.check(predict_probabilities, eval_scales=eval_scales)
+  validation.check(predict_probabilities, eval_scales=eval_scales,
+                   window_size=window_size, window_stride=window_stride,
+                   window_blending=window_blending,
+                   window_batch_size=window_batch_size)
   windows = tiling.make_windows(window_size, window_stride, window_blending,
                                 window_batch_size)
   if windows is None:

@@ -11,7 +11,6 @@ BLENDINGS = ('uniform', 'gaussian')
 # Standard deviation of the Gaussian blending, as a share of the window side
 # (MONAI's sliding_window_inference default).
 GAUSSIAN_SIGMA = 0.125
-_BINDING = 'predict_probabilities'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,13 +33,37 @@ class Windows:
   batch_size: int = 4
 
 
-def _pair(value):
-  return (isinstance(value, (list, tuple)) and len(value) == 2 and all(
-      isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value))
+def _pair_or_none(value):
+  return value is None or validation.SIZE.test(value)
+
+
+def _stride_fits(size, stride):
+  return size is None or stride is None or all(
+      t <= s for t, s in zip(stride, size))
+
+
+# The checks of the window settings, by the parameters of
+# `inference.predict_probabilities`, the configurable that takes them
+# (`validation.checked`): the check before a run reports a bad window with
+# its binding, and the configurable refuses it when called.
+_PAIR = 'None or two positive whole numbers, [height, width]'
+WINDOW_EXPECTS = dict(
+    window_size=validation.Expect(_pair_or_none, _PAIR),
+    window_stride=validation.Expect(_pair_or_none, _PAIR),
+    window_blending=validation.Expect(lambda v: v in BLENDINGS,
+                                      f'one of {BLENDINGS}'),
+    window_batch_size=validation.POSITIVE_WHOLE)
+WINDOW_RELATIONS = (validation.Relation(
+    ('window_size', 'window_stride'), _stride_fits,
+    'window_stride at most window_size on each side (a larger stride '
+    'leaves pixels out)'),)
 
 
 def make_windows(size, stride=None, blending='uniform', batch_size=4):
-  """Checked `Windows`; the stride defaults to a third of overlap.
+  """`Windows` of checked settings; the stride defaults to a third of overlap.
+
+  The settings are those `WINDOW_EXPECTS` and `WINDOW_RELATIONS` accept
+  (their owner checks them first).
 
   Args:
     size: [height, width] of a window, or None (no windows).
@@ -50,29 +73,12 @@ def make_windows(size, stride=None, blending='uniform', batch_size=4):
 
   Returns:
     A `Windows`, or None when `size` is None.
-
-  Raises:
-    validation.ConfigurationError: one line naming the predict_probabilities
-      binding at fault.
   """
   if size is None:
     return None
-  if not _pair(size):
-    raise validation.ConfigurationError(f'{_BINDING}.window_size = {size!r}: expected two '
-                     'positive whole numbers, [height, width].')
   size = tuple(size)
   if stride is None:
     stride = tuple(s - s // 3 for s in size)
-  if not _pair(stride) or any(t > s for t, s in zip(stride, size)):
-    raise validation.ConfigurationError(f'{_BINDING}.window_stride = {stride!r}: expected two '
-                     'positive whole numbers, each at most window_size '
-                     f'{list(size)} (a larger stride leaves pixels out).')
-  if blending not in BLENDINGS:
-    raise validation.ConfigurationError(f'{_BINDING}.window_blending = {blending!r}: expected '
-                     f'one of {BLENDINGS}.')
-  if not (isinstance(batch_size, int) and batch_size > 0):
-    raise validation.ConfigurationError(f'{_BINDING}.window_batch_size = {batch_size!r}: '
-                     'expected a positive whole number.')
   return Windows(size, tuple(stride), blending, batch_size)
 
 

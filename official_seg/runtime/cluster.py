@@ -12,6 +12,7 @@ import time
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.evaluation import continuous
 from official_seg.runtime import preemption
 
 # TF's older 'master' job is not supported: its Estimator task also evaluates.
@@ -189,15 +190,15 @@ def _wait_for_chief(model_dir):
   (Estimator's `experimental_max_worker_delay_secs` only staggers starts).
 
   Raises:
-    TimeoutError: no checkpoint came within `_CHIEF_WAIT_SECS`; the binary
-      prints the message and exits 1.
+    continuous.CheckpointTimeoutError: no checkpoint came within
+      `_CHIEF_WAIT_SECS`; the binary prints the message and exits 1.
   """
   tf.compat.v1.logging.info('Waiting up to %d s for the chief\'s first '
                             'checkpoint in %s.', _CHIEF_WAIT_SECS, model_dir)
   deadline = time.monotonic() + _CHIEF_WAIT_SECS
   while not tf.train.latest_checkpoint(model_dir):
     if time.monotonic() >= deadline:
-      raise TimeoutError(
+      raise continuous.CheckpointTimeoutError(
           f'No checkpoint from the chief in {model_dir} after '
           f'{_CHIEF_WAIT_SECS} s; this worker did not train. Check the '
           'chief\'s log, and that every task has the same --model_dir.')

@@ -220,7 +220,8 @@ def check_data(dataset, eval_parser, splits):
 
   Raises:
     ConfigurationError: a split has no shards (the message names the
-      pattern), or the facts contradict the configuration.
+      pattern), its metadata file is malformed, or the facts contradict
+      the configuration.
 
   Args:
     dataset: the run's `DatasetInfo`.
@@ -231,11 +232,8 @@ def check_data(dataset, eval_parser, splits):
   for split in sorted(set(splits)):
     # A split with no shards stops here, naming the pattern, not after
     # training has run up to the first evaluation.
-    try:
-      input_lib.list_shards(dataset.data_dir, split)
-      metadata = split_metadata.read(dataset.data_dir, split)
-    except (FileNotFoundError, ValueError) as error:
-      raise ConfigurationError(str(error)) from error
+    input_lib.list_shards(dataset.data_dir, split)
+    metadata = split_metadata.read(dataset.data_dir, split)
     if metadata is None:
       tf.compat.v1.logging.info(
           'No %s beside the shards of split %r: its sizes and labels are '

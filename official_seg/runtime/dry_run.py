@@ -8,7 +8,6 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_seg import validation
 from official_seg.data import input_fn as input_lib
 from official_seg.data import split_metadata
 from official_seg.runtime import cluster
@@ -35,10 +34,7 @@ def _check_shards(scope, data_dir, split):
       (the message names the pattern).
     input_lib.CorruptDataError: a shard cannot be read; the message names it.
   """
-  try:
-    files = input_lib.list_shards(data_dir, split)
-  except FileNotFoundError as error:
-    raise validation.ConfigurationError(str(error)) from error
+  files = input_lib.list_shards(data_dir, split)
   empty = []
   for path in files:
     try:

@@ -26,10 +26,13 @@ from official_seg.training import hooks as training_hooks
 from official_seg.training import warm_start
 
 # Faults of the data or the model dir met while running, not of a setting
-# (those raise validation.ConfigurationError): our own errors, whose message
-# says what is wrong and what to do; the binary prints it alone, exit 1.
-USER_ERRORS = (FileNotFoundError, TimeoutError, input_lib.CorruptDataError,
-               warm_start.IncompatibleCheckpointError)
+# (those raise validation.ConfigurationError): our own errors, raised on
+# purpose, whose message says what is wrong and what to do; the binary
+# prints it alone, exit 1. Only our own types: a FileNotFoundError or
+# TimeoutError of another cause is a bug and keeps its traceback.
+USER_ERRORS = (input_lib.CorruptDataError,
+               warm_start.IncompatibleCheckpointError,
+               continuous.CheckpointTimeoutError)
 
 MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export',
          'export_tflite')
@@ -132,7 +135,7 @@ def _evaluate(built, checkpoint_path):
 def _eval_latest(built, checkpoint_path):
   checkpoint_path = checkpoint_path or built.estimator.latest_checkpoint()
   if not checkpoint_path:
-    raise FileNotFoundError(
+    raise validation.MissingFileError(
         f'No checkpoint to evaluate in {built.estimator.model_dir}; train '
         'first or pass --checkpoint.')
   return _evaluate(built, checkpoint_path)
@@ -146,7 +149,7 @@ def _continuous_eval(built, train_steps):
   record = _last_record(estimator)
   if not record or record['global_step'] < train_steps:
     # The evaluator's timeout ended the wait before the final step.
-    raise TimeoutError(
+    raise continuous.CheckpointTimeoutError(
         f'No checkpoint of step {train_steps} (TRAIN_STEPS) in '
         f'{estimator.model_dir} before continuous_eval.timeout_secs; the '
         'evaluator stops without it. Evaluate it later with --mode=eval.')

@@ -6,6 +6,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
@@ -165,7 +166,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
 
   def test_missing_shards_name_the_pattern(self):
     empty = self.create_tempdir().full_path
-    with self.assertRaisesRegex(FileNotFoundError,
+    with self.assertRaisesRegex(validation.MissingFileError,
                                 f'{empty}/train-.....-of-.....\\.tfrecord'):
       self._build(True, data_dir=empty)
 
@@ -209,7 +210,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
 
   def test_unlabeled_split_without_shards_names_pattern_and_macro(self):
     with self.assertRaisesRegex(
-        FileNotFoundError, "UNLABELED_SPLIT = 'nothing'.*"
+        validation.MissingFileError, "UNLABELED_SPLIT = 'nothing'.*"
         f"{self.data_dir}/nothing-.....-of-.....\\.tfrecord"):
       self._two_streams(split='nothing')({'batch_size': 4})
 

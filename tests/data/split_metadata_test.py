@@ -11,6 +11,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
 
@@ -120,12 +121,14 @@ class SplitMetadataTest(tf.test.TestCase, parameterized.TestCase):
     name = split_metadata.path(self.data_dir, 'jpeg')
     with open(name, 'wb' if isinstance(content, bytes) else 'w') as f:
       f.write(content)
-    with self.assertRaisesRegex(ValueError, re.escape(name)):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                re.escape(name)):
       split_metadata.read(self.data_dir, 'jpeg')
 
   def test_compute_of_a_missing_split_names_the_pattern(self):
     pattern = tfexample.shard_pattern(self.data_dir, 'test')
-    with self.assertRaisesRegex(FileNotFoundError, re.escape(pattern)):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                re.escape(pattern)):
       split_metadata.compute(self.data_dir, 'test')
 
   def test_compute_names_an_example_whose_label_size_differs(self):

@@ -4,6 +4,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import stats
 from official_seg.data import tfexample
 from official_seg.modeling import losses  # pylint: disable=unused-import
@@ -80,7 +81,8 @@ class StatsTest(tf.test.TestCase):
       stats.compute_stats(self.data_dir, 'bad', 4, IGNORE)
 
   def test_missing_shards_name_the_pattern(self):
-    with self.assertRaisesRegex(FileNotFoundError, 'val-.....-of-.....'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'val-.....-of-.....'):
       stats.compute_stats(self.data_dir, 'val', 4, IGNORE)
 
 

@@ -5,10 +5,58 @@ from unittest import mock
 
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import storage
 
 
 class StorageTest(tf.test.TestCase):
+
+  def _folder_and_file(self):
+    folder = self.create_tempdir().full_path
+    path = os.path.join(folder, 'a_file')
+    with open(path, 'w') as f:
+      f.write('not a folder')
+    return folder, path
+
+  def test_check_input_names_the_flag_and_the_path(self):
+    folder, path = self._folder_and_file()
+    storage.check_input('--in', folder, folder=True)
+    storage.check_input('--in', path, folder=False)
+    missing = os.path.join(folder, 'nope')
+    for expected, arguments, message in (
+        (validation.MissingFileError, (missing, True),
+         f'--in={missing}: no such folder.'),
+        (validation.MissingFileError, (missing, False),
+         f'--in={missing}: no such file.'),
+        (validation.ConfigurationError, (path, True),
+         f'--in={path} is a file, not a folder.'),
+        (validation.ConfigurationError, (folder, False),
+         f'--in={folder} is a folder, not a file.')):
+      with self.assertRaises(expected) as raised:
+        storage.check_input('--in', arguments[0], folder=arguments[1])
+      self.assertEqual(str(raised.exception), message)
+
+  def test_check_output_takes_what_can_be_created(self):
+    folder, path = self._folder_and_file()
+    storage.check_output('--out', folder, folder=True)
+    storage.check_output('--out', os.path.join(folder, 'new', 'deeper'),
+                         folder=True)
+    storage.check_output('--out', path, folder=False)
+    storage.check_output('--out', os.path.join(folder, 'new.json'),
+                         folder=False)
+    storage.check_output('--out', 'ram://storage_test/new', folder=True)
+    self.assertFalse(os.path.exists(os.path.join(folder, 'new')))
+    for arguments, message in (
+        ((path, True), f'--out={path} is a file; give a folder to write.'),
+        ((folder, False), f'--out={folder} is a folder; give a file to '
+         'write.'),
+        ((os.path.join(path, 'a', 'b'), True),
+         f'--out={path}/a/b cannot be created: {path} is a file.'),
+        ((os.path.join(path, 'c.json'), False),
+         f'--out={path}/c.json cannot be created: {path} is a file.')):
+      with self.assertRaises(validation.ConfigurationError) as raised:
+        storage.check_output('--out', arguments[0], folder=arguments[1])
+      self.assertEqual(str(raised.exception), message)
 
   def test_object_store_and_absolute_paths(self):
     self.assertTrue(storage.is_object_store('gs://bucket/model'))

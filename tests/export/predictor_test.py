@@ -5,6 +5,7 @@ import re
 
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.export import predictor
 
 
@@ -29,7 +30,7 @@ class ListImagesTest(tf.test.TestCase):
   def test_no_image_names_the_pattern_and_the_extensions(self):
     pattern = os.path.join(self.folder, '*.bmp')
     expected = rf"'{re.escape(pattern)}' names no .jpg/.jpeg/.png"
-    with self.assertRaisesRegex(FileNotFoundError, expected):
+    with self.assertRaisesRegex(validation.MissingFileError, expected):
       predictor.list_images(pattern)
 
 
@@ -46,7 +47,7 @@ class FindSavedModelTest(tf.test.TestCase):
                      os.path.join(model_dir, 'export/best/1700000005'))
 
   def test_no_export_says_how_to_export(self):
-    with self.assertRaisesRegex(FileNotFoundError, '--mode=export'):
+    with self.assertRaisesRegex(validation.MissingFileError, '--mode=export'):
       predictor.find_saved_model(self.create_tempdir().full_path)
 
 

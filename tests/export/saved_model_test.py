@@ -13,6 +13,7 @@ from official.vision.ops import preprocess_ops
 from PIL import Image
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import image_ops
 from official_seg.data import preprocess
@@ -242,10 +243,11 @@ class ExportTest(tf.test.TestCase):
 
   def test_export_without_checkpoint_names_the_model_dir(self):
     empty = self.create_tempdir().full_path
-    with self.assertRaisesRegex(FileNotFoundError,
+    with self.assertRaisesRegex(validation.MissingFileError,
                                 f'No checkpoint to export in {empty}'):
       experiment.run('export', empty)
-    with self.assertRaisesRegex(FileNotFoundError, 'No SavedModel under'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'No SavedModel under'):
       predictor.find_saved_model(empty)
 
 

@@ -5,6 +5,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.export import tflite_runner
 from official_seg.modeling import tiling
@@ -64,7 +65,8 @@ class EvaluateTest(testing_utils.TinyDataTestCase):
     self.assertGreater(record['latency_ms'], 0)
 
   def test_a_missing_model_names_its_path(self):
-    with self.assertRaisesRegex(FileNotFoundError, 'No TFLite model /no/m'):
+    with self.assertRaisesRegex(validation.MissingFileError,
+                                'No TFLite model /no/m'):
       tflite_runner.TfliteModel('/no/m.tflite')
 
 

@@ -8,6 +8,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import tfexample
 from official_seg.export import predictor
 from official_seg.export import tflite
@@ -138,7 +139,7 @@ class TfliteExportTest(tf.test.TestCase):
 
   def test_no_checkpoint_names_the_model_dir(self):
     empty = self.create_tempdir().full_path
-    with self.assertRaisesRegex(FileNotFoundError,
+    with self.assertRaisesRegex(validation.MissingFileError,
                                 f'No checkpoint to export in {empty};'):
       experiment.run('export_tflite', empty)
 

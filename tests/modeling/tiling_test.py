@@ -150,8 +150,9 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
       (dict(window_size=[5, 5], window_stride=[0, 2]),
        r'predict_probabilities.window_stride = \[0, 2\]'),
       (dict(window_size=[5, 5], window_stride=[6, 2]),
-       r'predict_probabilities.window_stride = \[6, 2\]: .* at most '
-       r'window_size \[5, 5\]'),
+       r'predict_probabilities.window_size = \[5, 5\], '
+       r'predict_probabilities.window_stride = \[6, 2\]: expected '
+       r'window_stride at most window_size'),
       (dict(window_size=[5, 5], window_blending='cosine'),
        r'predict_probabilities.window_blending = .cosine.'),
       (dict(window_size=[5, 5], window_batch_size=0),

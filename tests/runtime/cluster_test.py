@@ -8,6 +8,7 @@ from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg.evaluation import continuous
 from official_seg.runtime import cluster
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
@@ -113,7 +114,8 @@ class RoleTest(tf.test.TestCase, parameterized.TestCase):
     with mock.patch.object(cluster, '_CHIEF_WAIT_SECS', 1):
       with self.assertLogs(level='INFO') as logs:
         with self.assertRaisesRegex(
-            TimeoutError, f'No checkpoint from the chief in {model_dir} '
+            continuous.CheckpointTimeoutError,
+            f'No checkpoint from the chief in {model_dir} '
             'after 1 s; this worker did not train'):
           cluster._wait_for_chief(model_dir)  # pylint: disable=protected-access
     self.assertIn('Waiting up to 1 s for the chief', ''.join(logs.output))

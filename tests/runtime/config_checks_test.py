@@ -2,6 +2,7 @@
 
 import os
 import sys
+from unittest import mock
 
 from absl.testing import parameterized
 import gin
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import dataset_info
+from official_seg.data import input_fn
 from official_seg.data import preprocess
 from official_seg.modeling import inference
 from official_seg.runtime import config_checks
@@ -54,6 +56,26 @@ _MISTAKES = (
      r'\) = .*: expected min <= max'),
     ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], {},
      r'predict_probabilities.eval_scales = \[\]: expected a list'),
+    # Sliding windows, refused before the run, not when evaluation builds
+    # its graph after training.
+    ('window_of_zeros', ['WINDOW_SIZE = [0, 17]'], [], {},
+     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[0, 17\]: '
+     r'expected None or two positive whole numbers'),
+    ('window_stride_beyond_window',
+     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_stride = '
+      '[18, 9]'], [], {},
+     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[17, 17\], '
+     r'predict_probabilities.window_stride = \[18, 9\]: expected '
+     r'window_stride at most window_size'),
+    ('window_blending_unknown',
+     ['WINDOW_SIZE = [17, 17]', "predict_probabilities.window_blending = "
+      "'cosine'"], [], {},
+     r"predict_probabilities.window_blending = 'cosine': expected one of "
+     r"\('uniform', 'gaussian'\)"),
+    ('window_batch_of_zero',
+     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_batch_size = 0'],
+     [], {}, r'predict_probabilities.window_batch_size = 0: expected a '
+     r'positive whole number'),
     ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], {}, r'crop_sise'),
     ('tpu_zone_without_tpu', [], [], {'tpu_zone': 'europe-west4-a'},
      r'--tpu_zone or --gcp_project is set but --tpu names no TPU'),
@@ -92,7 +114,8 @@ _MISTAKES = (
 class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   """Each mistake stops before any work with our error, naming it."""
 
-  def _stops(self, bindings, files, flags):
+  def _stops(self, bindings, files, flags,
+             expected=validation.ConfigurationError, mode='train_and_eval'):
     tmp = self.create_tempdir().full_path
     with open(os.path.join(tmp, 'typo.gin'), 'w') as f:
       f.write('import official_seg.runtime.experimnt\n')
@@ -103,20 +126,38 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     params = testing_utils.tiny_bindings(
         self.data_dir, extra=[b.format(tmp=tmp) for b in bindings])
     model_dir = os.path.join(tmp, 'model')
-    with self.assertRaises(validation.ConfigurationError) as raised:
+    with self.assertRaises(expected) as raised:
       # What train_and_eval.main runs before any work, in its order.
       gin_config.parse(files, params, finalize=False)
       config_checks.check_configuration(files, params)
       config_checks.check_platform(flags.get('tpu'), flags.get('tpu_zone'),
                                    flags.get('gcp_project'))
       config_checks.check_checkpoint(flags.get('checkpoint'))
-      experiment.run('train_and_eval', model_dir)
+      experiment.run(mode, model_dir)
     self.assertIsNone(tf.train.latest_checkpoint(model_dir))
-    return str(raised.exception)
+    return raised.exception
 
   @parameterized.named_parameters(*_MISTAKES)
   def test_stops_before_training(self, bindings, files, flags, message):
-    self.assertRegex(self._stops(bindings, files, flags), message)
+    self.assertRegex(str(self._stops(bindings, files, flags)), message)
+
+  def test_eval_of_a_model_dir_without_checkpoints_names_it(self):
+    error = self._stops([], [], {}, expected=validation.MissingFileError,
+                        mode='eval')
+    self.assertRegex(str(error), r'^No checkpoint to evaluate in .*/model; '
+                     'train first or pass --checkpoint.')
+
+  @parameterized.parameters(FileNotFoundError, TimeoutError, ValueError)
+  def test_an_error_of_a_bug_in_a_builder_is_not_a_mistake(self, kind):
+    # The binary exits 2 only for ConfigurationError and prints only
+    # experiment.USER_ERRORS without a traceback; anything else is a bug.
+    def broken(*args, **kwargs):
+      raise kind('an injected bug inside library code')
+    self.enter_context(mock.patch.object(input_fn, 'make_parser', broken))
+    error = self._stops([], [], {}, expected=kind)
+    self.assertRegex(str(error), '^an injected bug inside library code')
+    self.assertNotIsInstance(
+        error, (validation.ConfigurationError,) + experiment.USER_ERRORS)
 
   def test_model_dir_that_cannot_be_created_names_it(self):
     blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
@@ -132,12 +173,13 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
 
 # The binary with a bug injected into library code that a builder calls: a
-# ValueError, the type a user's mistake used to be reported with.
+# FileNotFoundError, a type the binary once took for a user's mistake
+# whatever raised it.
 _INJECTED_BUG = """
 import sys
 from official_seg.data import input_fn
 def broken(*args, **kwargs):
-  raise ValueError('an injected bug inside library code')
+  raise FileNotFoundError('an injected bug inside library code')
 input_fn.make_parser = broken
 from official_seg import train_and_eval
 sys.argv = ['train_and_eval'] + sys.argv[1:]
@@ -168,7 +210,7 @@ class BinaryTest(testing_utils.TinyDataTestCase):
     result = self._run([], driver=_INJECTED_BUG)
     self.assertEqual(result.returncode, 1, result.stderr[-3000:])
     self.assertIn('Traceback (most recent call last)', result.stderr)
-    self.assertIn('ValueError: an injected bug inside library code',
+    self.assertIn('FileNotFoundError: an injected bug inside library code',
                   result.stderr)
     self.assertIn('in build_estimator', result.stderr)
     self.assertNotIn('Invalid configuration', result.stderr)

@@ -22,12 +22,12 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
     super().setUp()
     self.chart = os.path.join(self.create_tempdir().full_path, 'chart.png')
 
-  def _run(self, *args):
+  def _run(self, *args, status=0):
     result = subprocess.run(
         [sys.executable, _TOOL, f'--chart={self.chart}', *args],
         capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
-    self.assertEqual(result.returncode, 0, result.stderr)
-    return result.stdout
+    self.assertEqual(result.returncode, status, result.stderr)
+    return result.stdout if status == 0 else result.stderr
 
   def test_the_gin_files_the_tool_reads_set_the_dataset(self):
     info = gin_config.read_dataset(['datasets/cityscapes.gin'],
@@ -54,6 +54,14 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
     self.assertIn(f"Split 'val' of {self.data_dir}", printed)
     self.assertIn('2 images', printed)
     self.assertRegex(printed, r'3 class_3\s+\d')
+
+  def test_a_chart_path_that_is_a_folder_is_named_before_any_work(self):
+    self.chart = os.path.dirname(self.chart)
+    stderr = self._run(f'--data_dir={self.data_dir}', '--split=val',
+                       '--num_classes=4', status=2)
+    self.assertNotIn('Traceback', stderr)
+    self.assertEqual(stderr.splitlines()[-1], f'dataset_stats: --chart='
+                     f'{self.chart} is a folder; give a file to write.')
 
 
 if __name__ == '__main__':

@@ -7,6 +7,7 @@ import json
 import os
 
 from absl.testing import flagsaver
+from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
@@ -18,7 +19,8 @@ evaluate_tool = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(evaluate_tool)
 
 
-class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase):
+class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
+                             parameterized.TestCase):
 
   def test_reports_the_numpy_mean_iou_latency_and_size(self):
     root = self.create_tempdir().full_path
@@ -45,6 +47,43 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase):
     self.assertRegex(printed, rf'mean IoU\s+{mean_iou:.4f}')
     self.assertIn(f'model size: {os.path.getsize(model)} bytes', printed)
     self.assertRegex(printed, r'latency: \d+\.\d\d ms per image')
+
+  @parameterized.named_parameters(
+      ('model_missing', dict(model='{root}/nope.tflite'),
+       '--model={root}/nope.tflite: no such file.'),
+      ('model_a_folder', dict(model='{root}'),
+       '--model={root} is a folder, not a file.'),
+      ('output_json_a_folder', dict(output_json='{root}'),
+       '--output_json={root} is a folder; give a file to write.'),
+      ('output_json_under_a_file', dict(output_json='{model}/record.json'),
+       '--output_json={model}/record.json cannot be created: {model} is a '
+       'file.'),
+      ('gin_file_missing', dict(gin_file=['experiments/quickstrat.gin']),
+       "gin file 'experiments/quickstrat.gin' not found"),
+      ('data_dir_without_shards', dict(gin_param=["DATA_DIR = '{root}'"]),
+       "No TFRecord shards match '{root}/val-?????-of-?????.tfrecord'"))
+  def test_a_mistake_is_one_line_and_exit_2(self, changed, message):
+    root = self.create_tempdir().full_path
+    model = os.path.join(root, 'model_int8.tflite')
+    testing_utils.write_stand_in_tflite(model, (41, 41))
+    output = os.path.join(root, 'record.json')
+    flags = dict(model=model, gin_file=['experiments/quickstart.gin'],
+                 gin_param=[f"DATA_DIR = '{self.data_dir}'"],
+                 output_json=output, num_threads=1)
+    for name, value in changed.items():
+      flags[name] = ([v.format(root=root) for v in value]
+                     if isinstance(value, list)
+                     else value.format(root=root, model=model))
+    stderr = io.StringIO()
+    with flagsaver.flagsaver(**flags), contextlib.redirect_stderr(stderr):
+      with self.assertRaises(SystemExit) as exited:
+        evaluate_tool.main(['evaluate_tflite'])
+    self.assertEqual(exited.exception.code, 2)
+    lines = stderr.getvalue().splitlines()
+    self.assertLen(lines, 1, stderr.getvalue())
+    self.assertStartsWith(
+        lines[0], 'evaluate_tflite: ' + message.format(root=root, model=model))
+    self.assertFalse(os.path.exists(output))
 
 
 if __name__ == '__main__':

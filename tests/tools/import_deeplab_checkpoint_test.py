@@ -11,6 +11,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import estimator as estimator_lib
@@ -199,6 +200,20 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
       import_tool.import_checkpoint(
           self.deeplab_dir, _GIN_FILES, _bindings('xception_41', 16),
           self.output_dir)
+
+  def test_paths_it_cannot_use_are_named_before_any_work(self):
+    blocker = os.path.join(self.output_dir, 'a_file')
+    with open(blocker, 'w') as f:
+      f.write('not a folder')
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        rf'^--output_dir={blocker} is a file; give a folder to write\.$'):
+      import_tool.import_checkpoint(self.deeplab_dir, _GIN_FILES, [], blocker)
+    with self.assertRaisesRegex(
+        validation.MissingFileError,
+        rf'^--deeplab_checkpoint={self.deeplab_dir}: no checkpoint there'):
+      import_tool.import_checkpoint(self.deeplab_dir, _GIN_FILES, [],
+                                    self.output_dir)
 
   def test_the_binary_exits_2_naming_what_is_wrong(self):
     result = subprocess.run(

@@ -75,7 +75,7 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
     # subsets.parse_fraction (tests/data/subsets_test.py).
     result = self._run(f'--data_dir={self.data_dir}', '--split=trian',
                        '--num_classes=4', '--count=2')
-    self.assertEqual(result.returncode, 1)
+    self.assertEqual(result.returncode, 2)
     self.assertIn(f'{self.data_dir}/trian-?????-of-?????.tfrecord',
                   result.stderr)
     self.assertIn('--split', result.stderr)
@@ -106,6 +106,22 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
     self.assertLen(stems, 2)
     # Both foreground classes occur: one image of odd and one of even index.
     self.assertEqual(sorted(int(s[1:]) % 2 for s in stems), [0, 1])
+
+  def test_an_output_list_dir_that_is_a_file_is_named_before_any_work(self):
+    root = self.create_tempdir().full_path
+    for folder in ('img', 'mask'):
+      os.makedirs(os.path.join(root, folder))
+    with open(f'{root}/lists', 'w') as f:
+      f.write('not a folder')
+    result = self._run('--layout=folders', f'--image_dir={root}/img',
+                       f'--label_dir={root}/mask', '--split=all',
+                       '--num_classes=3', '--count=2',
+                       f'--output_list_dir={root}/lists')
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertEqual(result.stderr.splitlines()[-1],
+                     f'make_labeled_subset: --output_list_dir={root}/lists '
+                     'is a file; give a folder to write.')
 
   def test_a_voc_list_goes_beside_the_others_with_voc_class_names(self):
     root = self.create_tempdir().full_path

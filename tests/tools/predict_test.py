@@ -7,6 +7,7 @@ import json
 import os
 
 from absl.testing import flagsaver
+from absl.testing import parameterized
 import numpy as np
 from PIL import Image
 import tensorflow as tf
@@ -62,7 +63,7 @@ def _write_stand_in(export_dir, class_names, palette):
                'ignore_label': 255, 'palette': palette}, f)
 
 
-class PredictToolTest(tf.test.TestCase):
+class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
@@ -214,10 +215,62 @@ class PredictToolTest(tf.test.TestCase):
                                 'for --tflite'):
       self._run(window_blending='uniform')
 
-  def test_missing_label_names_the_file(self):
+  def _mistake(self, **flags):
+    """The tool's one line for a mistake: exit 2 before writing anything."""
+    stderr = io.StringIO()
+    with self.assertRaises(SystemExit) as exited, contextlib.redirect_stderr(
+        stderr):
+      self._run(**flags)
+    self.assertEqual(exited.exception.code, 2)
+    self.assertFalse(os.path.isdir(os.path.join(self.output_dir, 'labels')))
+    lines = stderr.getvalue().splitlines()
+    self.assertLen(lines, 1, stderr.getvalue())
+    return lines[0]
+
+  def test_missing_label_names_the_flag_and_the_file(self):
     os.remove(os.path.join(self.label_dir, 'b.png'))
-    with self.assertRaisesRegex(FileNotFoundError, 'labels/b.png'):
-      self._run(label_dir=self.label_dir)
+    self.assertEqual(
+        self._mistake(label_dir=self.label_dir),
+        f'predict: --label_dir={self.label_dir} has no label b.png for image '
+        f'{self.image_dir}/b.png; it needs <image stem>.png per image.')
+
+  @parameterized.named_parameters(
+      ('saved_model_missing', dict(saved_model='{root}/nope', model_dir=None),
+       '--saved_model={root}/nope: no such folder.'),
+      ('saved_model_a_file', dict(saved_model='{root}/a_file',
+                                  model_dir=None),
+       '--saved_model={root}/a_file is a file, not a folder.'),
+      ('saved_model_without_one', dict(saved_model='{root}/images',
+                                       model_dir=None),
+       '--saved_model={root}/images holds no SavedModel (saved_model.pb)'),
+      ('model_dir_missing', dict(model_dir='{root}/nope'),
+       '--model_dir={root}/nope: no such folder.'),
+      ('model_dir_without_export', dict(model_dir='{root}/images'),
+       'No SavedModel under {root}/images/export; export one with '
+       'train_and_eval --mode=export --model_dir={root}/images'),
+      ('tflite_missing', dict(tflite='{root}/m.tflite', model_dir=None),
+       '--tflite={root}/m.tflite: no such file.'),
+      ('tflite_a_folder', dict(tflite='{root}/images', model_dir=None),
+       '--tflite={root}/images is a folder, not a file.'),
+      ('input_missing', dict(input='{root}/nope'),
+       "--input '{root}/nope' names no .jpg/.jpeg/.png file"),
+      ('label_dir_missing', dict(label_dir='{root}/nope'),
+       '--label_dir={root}/nope: no such folder.'),
+      ('label_dir_a_file', dict(label_dir='{root}/a_file'),
+       '--label_dir={root}/a_file is a file, not a folder.'),
+      ('output_dir_a_file', dict(output_dir='{root}/a_file'),
+       '--output_dir={root}/a_file is a file; give a folder to write.'),
+      ('output_dir_under_a_file', dict(output_dir='{root}/a_file/out'),
+       '--output_dir={root}/a_file/out cannot be created: {root}/a_file is '
+       'a file.'))
+  def test_a_path_mistake_is_one_line_before_any_work(self, flags, message):
+    root = os.path.dirname(self.image_dir)
+    with open(os.path.join(root, 'a_file'), 'w') as f:
+      f.write('not a folder')
+    flags = {name: value and value.format(root=root)
+             for name, value in flags.items()}
+    self.assertStartsWith(self._mistake(**flags),
+                          'predict: ' + message.format(root=root))
 
 
 if __name__ == '__main__':

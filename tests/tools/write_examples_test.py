@@ -75,11 +75,26 @@ class WriteExamplesTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertEqual(self._listed('labels'), ['a.png', 'b.png'])
 
-  def test_no_shard_names_the_pattern(self):
-    pattern = tfexample.shard_pattern(self.data_dir, 'train')
+  def _mistake(self, pattern):
+    """The tool's last line for a mistake: exit 2, no traceback."""
     result = self._run(pattern, 4)
-    self.assertNotEqual(result.returncode, 0)
-    self.assertIn(f'No TFRecord shards match {pattern!r}', result.stderr)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertNotIn('Traceback', result.stderr)
+    return result.stderr.splitlines()[-1]
+
+  def test_no_shard_names_the_flag_and_the_pattern(self):
+    pattern = tfexample.shard_pattern(self.data_dir, 'train')
+    self.assertEqual(self._mistake(pattern), f'write_examples: --input='
+                     f'{pattern}: no TFRecord shards match it.')
+
+  def test_an_output_dir_under_a_file_is_named_before_any_work(self):
+    blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
+    with open(blocker, 'w') as f:
+      f.write('not a folder')
+    self.output_dir = os.path.join(blocker, 'inputs')
+    self.assertEqual(self._mistake(self.pattern), f'write_examples: '
+                     f'--output_dir={self.output_dir} cannot be created: '
+                     f'{blocker} is a file.')
 
 
 if __name__ == '__main__':

@@ -61,45 +61,49 @@ class ReliabilityTest(tf.test.TestCase):
         'build_run_config.keep_checkpoint_max = 20', 'run.throttle_secs = 0',
         *extra])
 
-  def test_kill_9_then_rerun_resumes_to_the_last_step(self):
-    bindings = self._bindings(6)
+  def _latest_step(self):
+    path = tf.train.latest_checkpoint(self.model_dir)
+    return int(path.rsplit('-', 1)[1]) if path else None
+
+  def _kill_9_after_step(self, bindings, step):
+    """Starts train_and_eval, SIGKILLs it once checkpoint `step` is listed."""
     proc = subprocess.Popen(
         testing_utils.binary_command(self.model_dir, bindings, 'train_and_eval'),
         cwd=testing_utils.REPO,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         start_new_session=True)
     deadline = time.time() + _TIMEOUT
-    while (not tf.io.gfile.exists(os.path.join(self.model_dir, 'model.ckpt-2.index'))
-           and proc.poll() is None and time.time() < deadline):
+    while ((self._latest_step() or 0) < step and proc.poll() is None
+           and time.time() < deadline):
       time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    self.assertEqual(proc.returncode, -signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    self.assertEqual(proc.returncode, -signal.SIGKILL, stderr[-3000:])
+    return stderr
 
-    rerun = _run(self.model_dir, bindings)
-    self.assertEqual(rerun.returncode, 0, rerun.stderr[-3000:])
-    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
-                     os.path.join(self.model_dir, 'model.ckpt-6'))
-    steps = _steps(self.model_dir)
-    # Every kept checkpoint once and in step order, but for the untrained
-    # step-0 one, which train_and_eval does not evaluate.
-    self.assertEqual(steps, [s for s in _kept_steps(self.model_dir) if s])
-
-  def test_crash_inside_a_checkpoint_save_resumes_from_the_previous_one(self):
-    bindings = self._bindings(6)
+  def test_crash_in_a_save_then_kill_9_then_rerun_resumes_each_time(self):
+    # Three processes, one model dir: a SIGKILL inside the save of step 4
+    # (its files written, the state file not updated), a kill -9 of
+    # train_and_eval once a later checkpoint is listed, and a rerun.
+    bindings = self._bindings(8)
     crashed = _run(self.model_dir, bindings, mode='train', driver=_CRASH_IN_SAVE)
     self.assertEqual(crashed.returncode, -signal.SIGKILL, crashed.stderr[-3000:])
-    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
-                     os.path.join(self.model_dir, 'model.ckpt-2'))
+    self.assertEqual(self._latest_step(), 2)
     # The previous checkpoint loads.
     reader = tf.train.load_checkpoint(os.path.join(self.model_dir, 'model.ckpt-2'))
     self.assertEqual(reader.get_tensor('global_step'), 2)
 
-    rerun = _run(self.model_dir, bindings, mode='train')
+    # It resumes from step 2, not from the unlisted files of step 4.
+    killed = self._kill_9_after_step(bindings, 4)
+    self.assertIn('model.ckpt-2', killed)
+
+    rerun = _run(self.model_dir, bindings)
     self.assertEqual(rerun.returncode, 0, rerun.stderr[-3000:])
-    self.assertIn('model.ckpt-2', rerun.stderr)
-    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
-                     os.path.join(self.model_dir, 'model.ckpt-6'))
+    self.assertEqual(self._latest_step(), 8)
+    steps = _steps(self.model_dir)
+    # Every kept checkpoint once and in step order, but for the untrained
+    # step-0 one, which train_and_eval does not evaluate.
+    self.assertEqual(steps, [s for s in _kept_steps(self.model_dir) if s])
 
   def test_label_value_of_no_class_names_the_example(self):
     # A failed data check (a tf.debugging.Assert in the input pipeline) as

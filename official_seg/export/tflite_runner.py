@@ -191,14 +191,14 @@ class TfliteModel:
     self._size = inputs[SIZE_INPUT]['index']
     self.input_size = tuple(int(v) for v in inputs[IMAGE_INPUT]['shape'][1:3])
     self._semantic = outputs[SEMANTIC_OUTPUT]['index']
+    self._probabilities = outputs.get(PROBABILITIES_OUTPUT, {}).get('index')
     self.seconds = []  # Interpreter time of each call.
     self.windows = None
     if window_stride is not None or window_blending is not None:
-      if PROBABILITIES_OUTPUT not in outputs:
+      if self._probabilities is None:
         raise ValueError(
             f'{path} has no {PROBABILITIES_OUTPUT!r} output to blend windows '
             'with; export it with tflite_export.probabilities = True.')
-      self._probabilities = outputs[PROBABILITIES_OUTPUT]['index']
       size = list(self.input_size)
       stride = window_stride and list(window_stride)
       blending = window_blending or 'uniform'
@@ -225,7 +225,14 @@ class TfliteModel:
     return self._interpreter.get_tensor(self._semantic)
 
   def run_probabilities(self, image, size):
-    """The 'probabilities' output of a fitted input, float32 [H, W, C]."""
+    """The 'probabilities' output of a fitted input, float32 [H, W, C].
+
+    Raises:
+      ValueError: the model was exported without it.
+    """
+    if self._probabilities is None:
+      raise ValueError(f'{self.path} has no {PROBABILITIES_OUTPUT!r} output; '
+                       'export it with tflite_export.probabilities = True.')
     self.run(image, size)
     return self._interpreter.get_tensor(self._probabilities)[0]
 

@@ -15,6 +15,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from official_seg.data import dataset_info
 from official_seg.export import predictor
+from official_seg.export import signatures
 from official_seg.export import tflite
 from official_seg.export import tflite_qat
 from official_seg.export import tflite_runner
@@ -37,7 +38,12 @@ _SIZE = ['CROP_SIZE = [33, 33]', 'EVAL_CROP_SIZE = [41, 41]']
 _DECAY = 0.9999
 _QAT = ['BASE_LEARNING_RATE = 0.0',
         f'ModelFnOptions.moving_average_decay = {_DECAY}',
-        "tflite_export.kinds = ['qat_int8']"]
+        "tflite_export.kinds = ['qat_int8']",
+        'tflite_export.probabilities = True']
+# The last convolution's variables, and the factor that gives its averaged
+# kernel and bias the size of a trained classifier's (a few units of logit).
+_CLASSIFIER = 'segmentation_output/'
+_LOGIT_SCALE = 100.0
 # What a training step changes even at a learning rate of 0.
 _UPDATED = ('/moving_mean', '/moving_variance')
 # tfmot's activation quantizers start with the range [-6, 6].
@@ -90,8 +96,10 @@ def _with_distinct_averages(checkpoint, path):
   """A copy of `checkpoint` whose moving averages differ from the weights.
 
   Each average is its weight plus noise of a third of the weight's spread
-  (and at least 0.01), so that no average equals its weight while the
-  averaged model still labels more than one class.
+  (and at least 0.01), so that no average equals its weight; the
+  classifier's averages are also scaled by `_LOGIT_SCALE`, so that the
+  averaged model's logits span the range of its output quantizer (an
+  untrained model's lie within one of its steps of 0).
 
   Returns:
     The new checkpoint's path.
@@ -105,6 +113,8 @@ def _with_distinct_averages(checkpoint, path):
       if name.endswith('/' + averaging.AVERAGE_NAME):
         value = value + noise.normal(
             0.0, value.std() / 3 + 0.01, value.shape).astype(value.dtype)
+        if _CLASSIFIER in name:
+          value = value * _LOGIT_SCALE
       variables[name] = tf.Variable(value)
     saver = tf.compat.v1.train.Saver(variables)
     with tf.compat.v1.Session() as session:
@@ -160,6 +170,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     experiment.run('export', cls.qat_dir, checkpoint_path=cls.checkpoint)
     cls.saved_dir = predictor.find_saved_model(cls.qat_dir)
     cls.served = predictor.Predictor(cls.saved_dir)
+    cls._names = None
 
   @classmethod
   def tearDownClass(cls):
@@ -169,6 +180,26 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
   def setUp(self):
     super().setUp()
     _parse(self.data_dir, ['deployment/qat.gin'], _QAT)
+
+  @classmethod
+  def _built_after_others(cls):
+    """A quantized model built after float models, in a graph and eagerly.
+
+    Built once for the tests of names.
+
+    Returns:
+      The model's weight names (list of str), and its `checkpoint_names`
+      (dict of quantized to float variable name).
+    """
+    if cls._names is None:
+      with tf.Graph().as_default():
+        model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+      model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+      with tf.Graph().as_default():
+        model = quantized.build_quantized_model(4, (41, 41))
+        cls._names = ([w.name.split(':')[0] for w in model.weights],
+                      dict(model.checkpoint_names))
+    return cls._names
 
   def _checkpoint(self, model_dir):
     return tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
@@ -203,9 +234,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     qat_names = set(qat_reader.get_variable_to_shape_map())
     float_names = quantized.float_variable_names(4)
     self.assertEqual(len(float_names), len(set(float_names)))
-    with tf.Graph().as_default():
-      model = quantized.build_quantized_model(4, (33, 33))
-      names = dict(model.checkpoint_names)
+    _, names = self._built_after_others()
     # Every float weight has one quantized home, found in the checkpoint.
     self.assertCountEqual(names.values(), float_names)
     compared = 0
@@ -228,9 +257,10 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     self.assertEqual(image['dtype'], np.uint8)
     self.assertEqual(list(image['shape']), [1, 41, 41, 3])
     # Full integer: float32 only where the uint8 image and the mask become
-    # float before the first quantize op.
+    # float before the first quantize op, and the probabilities output.
+    outputs = {d['name'] for d in interpreter.get_output_details()}
     float_tensors = [d['name'] for d in interpreter.get_tensor_details()
-                     if d['dtype'] == np.float32]
+                     if d['dtype'] == np.float32 and d['name'] not in outputs]
     self.assertLessEqual(len(float_tensors), 2)
     self.assertTrue(all(name.startswith('Cast') for name in float_tensors),
                     float_tensors)
@@ -265,24 +295,41 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
         _fingerprints(w.numpy() for w in model.non_trainable_weights), raw)
 
   def test_checkpoint_names_do_not_depend_on_what_was_built_before(self):
-    def names(num_classes):
-      with tf.Graph().as_default():
-        model = quantized.build_quantized_model(num_classes, (41, 41))
-        return [w.name.split(':')[0] for w in model.weights]
-
-    first = names(4)
+    # The QAT step's checkpoint holds the names of the first quantized
+    # model this process built; setUpClass's evaluation and exports, and
+    # _built_after_others, built float and quantized models, in graphs and
+    # eagerly, before the one compared.
+    names, _ = self._built_after_others()
+    self.assertLen(set(names), len(names))
     stored = self._checkpoint(self.qat_dir).get_variable_to_shape_map()
-    self.assertContainsSubset(first, stored)
-    # Other graphs and eager models, float and quantized, in between: a
-    # quantized model built after them all names its weights as the first.
-    # (A second template, built after them too, costs minutes of the suite.)
-    with tf.Graph().as_default():
-      model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
-      quantized.build_quantized_model(4, (33, 33))
-    model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
-    quantized.from_template(quantized.template(4, (33, 33)), (33, 33))
-    self.assertEqual(names(4), first)
+    self.assertContainsSubset(names, stored)
 
+  def test_qat_int8_computes_the_saved_models_probabilities(self):
+    # The SavedModel serves the fake-quantized graph of the averaged
+    # weights; the integer kernels compute what its fake quantizers
+    # simulate, up to the rounding of each layer's outputs to 8 bits. The
+    # raw weights (which differ from their averages by a third of their
+    # spread, and whose classifier is _LOGIT_SCALE times smaller) would
+    # move the probabilities far beyond that. The tiny model labels every
+    # pixel one class, so the probabilities of every class are compared,
+    # not the labels.
+    model = tflite_runner.TfliteModel(
+        tflite.tflite_path(self.qat_dir, 'qat_int8'), num_threads=1)
+    serve = tf.saved_model.load(self.saved_dir).signatures[
+        signatures.PROBABILITIES]
+    differences = []
+    for _, image, _ in tflite_runner.eval_examples(dataset_info.DatasetInfo()):
+      fitted, size = tflite_runner.fit_image(image, model.input_size)
+      ours = model.run_probabilities(fitted, size)[:size[0], :size[1]]
+      served = serve(**{signatures.INPUT_KEY: tf.constant(
+          [tf.io.encode_png(image).numpy()])})['probabilities'][0].numpy()
+      served = served[:size[0], :size[1]]
+      self.assertEqual(ours.shape, served.shape)
+      self.assertGreater(served.std(), 0.01, 'a vacuous comparison')
+      differences.append(np.abs(ours - served).ravel())
+    differences = np.concatenate(differences)
+    self.assertLess(differences.mean(), 0.005)
+    self.assertLess(differences.max(), 0.02)
 
   def test_saved_model_serves_the_fake_quantized_graph(self):
     # Read from saved_model.pb, without loading the model again.

@@ -28,6 +28,11 @@ SLOWEST_FIRST = (
     'tests/train_and_eval_test.py',
     'tests/tensorboard_test.py',
     'tests/runtime/preemption_test.py',
+    'tests/export/saved_model_test.py',
+    'tests/modeling/xception_test.py',
+    'tests/benchmarks/semi_supervised_test.py',
+    'tests/runtime/tpu_estimator_test.py',
+    'tests/runtime/model_fn_test.py',
 )
 
 

@@ -106,8 +106,5 @@ def mistakes_exit_2(program):
   try:
     yield
   except validation.ConfigurationError as error:
-    # gin appends 'In call to configurable ...'; the message names the
-    # binding, flag or file already.
-    message = str(error).split('\n  In call to configurable')[0]
-    print(f'{program}: {message}', file=sys.stderr)
+    print(f'{program}: {validation.message(error)}', file=sys.stderr)
     sys.exit(2)

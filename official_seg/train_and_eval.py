@@ -44,18 +44,9 @@ flags.DEFINE_float('storage_timeout_secs', 120, 'How long the write probe '
 flags.mark_flag_as_required('model_dir')
 
 
-def _message(error):
-  """The error's own message.
-
-  gin appends 'In call to configurable ...' to errors raised inside
-  configurables; the message before it names the binding or file already.
-  """
-  return str(error).split('\n  In call to configurable')[0]
-
-
 def _exit_invalid(error):
   """Exits with status 2: a setting, not the program, is at fault."""
-  message = _message(error)
+  message = validation.message(error)
   logging.error('Invalid configuration: %s', message)
   print(f'Invalid configuration:\n{message}', file=sys.stderr)
   sys.exit(2)
@@ -101,7 +92,7 @@ def _dry_run_or_exit():
   except validation.ConfigurationError as error:
     _exit_invalid(error)
   except experiment.USER_ERRORS as error:
-    print(f'Dry run failed: {_message(error)}', file=sys.stderr)
+    print(f'Dry run failed: {validation.message(error)}', file=sys.stderr)
     sys.exit(1)
 
 
@@ -163,7 +154,7 @@ def _main(argv):
   except experiment.USER_ERRORS as error:
     # Missing or corrupt data, files or checkpoints: the message says which
     # and where, and what to do; a stack trace would add nothing.
-    print(f'Error: {_message(error)}', file=sys.stderr)
+    print(f'Error: {validation.message(error)}', file=sys.stderr)
     sys.exit(1)
   except tf.errors.InvalidArgumentError as error:
     message = experiment.failed_check(error)

@@ -14,6 +14,21 @@ class ConfigurationError(ValueError):
   """
 
 
+def message(error):
+  """The error's own message, without the call gin appends to it.
+
+  gin appends 'In call to configurable ...' to errors raised inside
+  configurables; the message before it names the binding or file already.
+
+  Args:
+    error: an exception.
+
+  Returns:
+    str.
+  """
+  return str(error).split('\n  In call to configurable')[0]
+
+
 class MissingFileError(ConfigurationError, FileNotFoundError):
   """A file or folder a setting names is missing, or holds nothing usable.
 

@@ -1,7 +1,7 @@
 """Shape tests of the DeepLab model across backbones, strides and heads."""
 
-import contextlib
 import re
+from unittest import mock
 
 from absl.testing import parameterized
 import gin
@@ -9,17 +9,6 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.modeling import model as model_lib
-
-
-@contextlib.contextmanager
-def _backbones_constructed_by(construct):
-  """Builds backbones with `construct` instead of `_construct_backbone`."""
-  original = model_lib._construct_backbone  # pylint: disable=protected-access
-  model_lib._construct_backbone = construct  # pylint: disable=protected-access
-  try:
-    yield
-  finally:
-    model_lib._construct_backbone = original  # pylint: disable=protected-access
 
 _MOBILENET = ['build_model.backbone = @backbones.MobileNet',
               'backbones.MobileNet.filter_size_scale = 0.35']
@@ -105,7 +94,8 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
         ('plain', lambda b, r: b(kernel_regularizer=r)),
         ('inference', model_lib._construct_backbone)):  # pylint: disable=protected-access
       graph = tf.Graph()
-      with graph.as_default(), _backbones_constructed_by(construct):
+      with graph.as_default(), mock.patch.object(
+          model_lib, '_construct_backbone', construct):
         tf.keras.utils.set_random_seed(3)
         model = model_lib.build_model(num_classes=3)
         inputs = tf.constant(images)

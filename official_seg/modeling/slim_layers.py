@@ -42,7 +42,7 @@ class ConvBN(tf.keras.layers.Layer):
   def __init__(self, scope, filters, kernel_size, strides=1, rate=1,
                depthwise=False, activation='relu', batch_norm=True,
                kernel_regularizer=None, norm_epsilon=1e-3,
-               norm_momentum=0.9997, **kwargs):
+               norm_momentum=0.9997, explicit_padding=True, **kwargs):
     """Args mirror slim's; `scope` is the DeepLab variable scope (str).
 
     Args:
@@ -57,6 +57,8 @@ class ConvBN(tf.keras.layers.Layer):
       kernel_regularizer: Keras regularizer of the kernel.
       norm_epsilon: float, batch norm's epsilon.
       norm_momentum: float, batch norm's decay.
+      explicit_padding: bool; False pads a strided convolution as TF's
+        'SAME' (more at the end on even sizes), as slim's mobilenet does.
       **kwargs: Keras Layer's (name defaults to the scope's last part).
     """
     kwargs.setdefault('name', scope.split('/')[-1])
@@ -68,8 +70,9 @@ class ConvBN(tf.keras.layers.Layer):
         activation=activation, batch_norm=batch_norm,
         kernel_regularizer=tf.keras.regularizers.serialize(
             kernel_regularizer) if kernel_regularizer else None,
-        norm_epsilon=norm_epsilon, norm_momentum=norm_momentum)
-    self._explicit = strides > 1 and kernel_size > 1
+        norm_epsilon=norm_epsilon, norm_momentum=norm_momentum,
+        explicit_padding=explicit_padding)
+    self._explicit = explicit_padding and strides > 1 and kernel_size > 1
     common = dict(kernel_size=kernel_size, strides=strides,
                   dilation_rate=rate, use_bias=not batch_norm,
                   padding='valid' if self._explicit else 'same')

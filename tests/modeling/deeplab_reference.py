@@ -148,6 +148,14 @@ def deeplab_v3_plus(images, model_variant, output_stride, atrous_rates,
   `depth` is DeepLab's aspp_convs_filters and decoder_filters."""
   features, end_points = xception(images, model_variant, output_stride,
                                   scale)
+  low = (end_points[f'{model_variant}/{DECODER_END_POINT[model_variant]}']
+         if decoder else None)
+  return logits(features, low, atrous_rates, num_classes, depth)
+
+
+def logits(features, low, atrous_rates, num_classes, depth=256):
+  """model.py on a backbone's features: ASPP, the decoder on `low` (None:
+  no decoder), then logits/semantic."""
   with slim.arg_scope([slim.conv2d, slim.separable_conv2d],
                       activation_fn=tf.nn.relu,
                       normalizer_fn=slim.batch_norm, padding='SAME', stride=1):
@@ -164,9 +172,8 @@ def deeplab_v3_plus(images, model_variant, output_stride, atrous_rates,
                                                 f'aspp{i}'))
       net = slim.conv2d(tf.concat(branches, 3), depth, 1,
                         scope='concat_projection')
-      if decoder:
+      if low is not None:
         with tf.compat.v1.variable_scope('decoder'):
-          low = end_points[f'{model_variant}/{DECODER_END_POINT[model_variant]}']
           projected = slim.conv2d(low, 48, 1, scope='feature_projection0')
           low_size = tf.shape(low)[1:3]
           net = tf.concat([_resize(net, low_size),

@@ -37,7 +37,7 @@ _EXTRA = {'global_step': [],
           'aspp0/weights/ExponentialMovingAverage': [1, 1, 2048, 256]}
 
 
-def _randomize(session, rng):
+def randomize(session, rng):
   """Random weights and batch-norm statistics that keep activations O(1)."""
   feed = {}
   for variable in tf.compat.v1.global_variables():
@@ -87,7 +87,7 @@ def write_reference(directory, images, variant, strides=(16,), decoder=True,
     for name, shape in _EXTRA.items():
       tf.compat.v1.get_variable(name, shape)
     with tf.compat.v1.Session() as session:
-      _randomize(session, np.random.default_rng(0))
+      randomize(session, np.random.default_rng(0))
       prefix = tf.compat.v1.train.Saver().save(
           session, os.path.join(directory, 'model.ckpt'))
       return prefix, session.run(outputs)

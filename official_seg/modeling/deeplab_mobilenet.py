@@ -1,0 +1,176 @@
+"""DeepLab's MobileNetV2 (tf-slim's, up to layer_18) as a Model Garden-style backbone."""
+
+import gin
+import tensorflow as tf
+from official.vision.modeling.layers import nn_layers
+
+from official_seg.modeling import slim_layers
+
+# slim's V2_DEF after its first convolution (32 channels, stride 2):
+# (stride, output channels) of expanded_conv, expanded_conv_1, ...,
+# expanded_conv_16, i.e. layer_2 to layer_18, where DeepLab's feature
+# extractor stops (its 1280-channel layer_19 is not in its checkpoints).
+_BLOCKS = ((1, 16), (2, 24), (1, 24), (2, 32), (1, 32), (1, 32), (2, 64),
+           (1, 64), (1, 64), (1, 64), (1, 96), (1, 96), (1, 96), (2, 160),
+           (1, 160), (1, 160), (1, 320))
+_STEM = 32
+# The expanded_conv whose depthwise output is DeepLab's decoder end point
+# ('layer_4/depthwise_output', stride 4).
+_DECODER_BLOCK = 2
+_SCOPE = 'MobilenetV2'
+
+
+def depths(depth_multiplier):
+  """Each layer's channels as DeepLab's `_mobilenet_v2` rounds them.
+
+  Args:
+    depth_multiplier: float, DeepLab's depth_multiplier.
+
+  Returns:
+    (stem channels, [(expansion channels, output channels)] of each block),
+    the expansion of the first block being its input (no expansion layer).
+  """
+  # DeepLab rounds to multiples of 8 (at least 8) at width 1 only, and the
+  # expansion to multiples of 8 always (slim's expand_input_by_factor).
+  divisor = 8 if depth_multiplier == 1.0 else 1
+  scale = lambda d: nn_layers.make_divisible(d * depth_multiplier, divisor,
+                                             divisor)
+  previous = scale(_STEM)
+  blocks = []
+  for i, (_, depth) in enumerate(_BLOCKS):
+    inner = previous if i == 0 else nn_layers.make_divisible(previous * 6, 8)
+    previous = scale(depth)
+    blocks.append((inner, previous))
+  return scale(_STEM), blocks
+
+
+@tf.keras.utils.register_keras_serializable(package='official_seg')
+class ExpandedConv(tf.keras.layers.Layer):
+  """slim's `expanded_conv`: 1x1 expansion, depthwise, linear 1x1 projection.
+
+  ReLU6 after the expansion and the depthwise convolution; the input is
+  added when the stride is 1 and the channels agree. Strided convolutions
+  pad as TF's 'SAME', as slim's mobilenet (DeepLab passes no explicit
+  padding).
+  """
+
+  def __init__(self, scope, inner, depth, stride=1, rate=1, expand=True,
+               kernel_regularizer=None, **kwargs):
+    kwargs.setdefault('name', scope)
+    super().__init__(**kwargs)
+    self._config = dict(scope=scope, inner=inner, depth=depth, stride=stride,
+                        rate=rate, expand=expand)
+    common = dict(kernel_regularizer=kernel_regularizer, norm_momentum=0.997,
+                  explicit_padding=False)
+    self.convs = [slim_layers.ConvBN(f'{scope}/expand', inner, 1,
+                                     activation='relu6', **common)] if (
+                                         expand) else []
+    self.convs.append(slim_layers.ConvBN(
+        f'{scope}/depthwise', None, 3, strides=stride, rate=rate,
+        depthwise=True, activation='relu6', **common))
+    self.convs.append(slim_layers.ConvBN(f'{scope}/project', depth, 1,
+                                         activation=None, **common))
+
+  @tf.autograph.experimental.do_not_convert
+  def call(self, inputs, training=None):
+    """Returns (output, the depthwise convolution's output)."""
+    x = inputs
+    depthwise = None
+    for conv in self.convs:
+      x = conv(x, training=training)
+      if conv.scope.endswith('/depthwise'):
+        depthwise = x
+    if self._config['stride'] == 1 and x.shape[-1] == inputs.shape[-1]:
+      x += inputs
+    return x, depthwise
+
+  def get_config(self):
+    return dict(super().get_config(), **self._config)
+
+
+def _block_args(depth_multiplier, output_stride):
+  """slim's `mobilenet_base`: (scope, args) of each block, atrous once the
+  output stride is reached (each block's rate is the one before its own
+  stride is folded in)."""
+  _, blocks = depths(depth_multiplier)
+  current, rate = 2, 1
+  for i, ((stride, _), (inner, depth)) in enumerate(zip(_BLOCKS, blocks)):
+    scope = 'expanded_conv' + (f'_{i}' if i else '')
+    args = dict(inner=inner, depth=depth, expand=i > 0)
+    if current == output_stride:
+      yield scope, dict(args, stride=1, rate=rate)
+      rate *= stride
+    else:
+      yield scope, dict(args, stride=stride, rate=1)
+      current *= stride
+
+
+@gin.configurable(module='backbones')
+@tf.keras.utils.register_keras_serializable(package='official_seg')
+class DeepLabMobileNetV2(tf.keras.Model):
+  """DeepLab's MobileNetV2 variant, returning Model Garden-style levels.
+
+  Unlike the Model Garden's MobileNet (official/vision/modeling/backbones/
+  mobilenet.py): the block where the output stride is reached keeps
+  dilation 1 (the Model Garden's dilates it already), there is no
+  1280-channel last layer, and at a depth multiplier other than 1 the
+  channels are not rounded to multiples of 8 (DeepLab's `divisible_by`).
+  The output dict has level '2' (DeepLab's decoder end point,
+  layer_4/depthwise_output) and the level of `output_stride` (layer_18).
+  `slim_scope` and `slim_layers.slim_variables` give the variables' names
+  in DeepLab's checkpoints.
+  """
+
+  def __init__(self, depth_multiplier=1.0, output_stride=16,
+               input_specs=None, kernel_regularizer=None, **kwargs):
+    """Builds the network.
+
+    Args:
+      depth_multiplier: float, DeepLab's depth_multiplier (1.0, or 0.5 for
+        its mobilenetv2_dm05 models).
+      output_stride: 8, 16 or 32.
+      input_specs: `tf.keras.layers.InputSpec` of the images.
+      kernel_regularizer: Keras regularizer of every kernel.
+      **kwargs: Keras Model's.
+
+    Raises:
+      ValueError: an unknown output_stride.
+    """
+    if output_stride not in (8, 16, 32):
+      raise ValueError(f'DeepLabMobileNetV2.output_stride = '
+                       f'{output_stride!r}: use 8, 16 or 32.')
+    input_specs = input_specs or tf.keras.layers.InputSpec(
+        shape=[None, None, None, 3])
+    inputs = tf.keras.Input(shape=input_specs.shape[1:])
+    x = slim_layers.ConvBN('Conv', depths(depth_multiplier)[0], 3, strides=2,
+                           activation='relu6', norm_momentum=0.997,
+                           explicit_padding=False,
+                           kernel_regularizer=kernel_regularizer)(inputs)
+    endpoints = {}
+    for i, (scope, args) in enumerate(_block_args(depth_multiplier,
+                                                  output_stride)):
+      x, depthwise = ExpandedConv(scope, kernel_regularizer=kernel_regularizer,
+                                  **args)(x)
+      if i == _DECODER_BLOCK:
+        endpoints['2'] = depthwise
+    endpoints[str({8: 3, 16: 4, 32: 5}[output_stride])] = x
+    self._output_specs = {key: value.get_shape()
+                          for key, value in endpoints.items()}
+    super().__init__(inputs=inputs, outputs=endpoints, name=_SCOPE, **kwargs)
+    self.slim_scope = _SCOPE
+    self._config_dict = dict(depth_multiplier=depth_multiplier,
+                             output_stride=output_stride,
+                             input_specs=input_specs,
+                             kernel_regularizer=kernel_regularizer)
+
+  @property
+  def output_specs(self):
+    """Level (str) to the `tf.TensorShape` of its features."""
+    return self._output_specs
+
+  def get_config(self):
+    return dict(self._config_dict)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

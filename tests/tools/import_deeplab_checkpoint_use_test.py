@@ -1,0 +1,71 @@
+"""An imported DeepLab checkpoint as INIT_CHECKPOINT, and exported by --mode=export."""
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.export import predictor
+from official_seg.export import signatures
+from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import experiment
+from official_seg.runtime import gin_config
+from official_seg.runtime import run_config as run_config_lib
+from tests import testing_utils
+from tests.modeling import deeplab_mobilenet_test as mobilenet_test
+from tests.tools import import_deeplab_checkpoint_test as import_test
+from tests.training import warm_start_test
+
+_HEIGHT, _WIDTH = 41, 49
+
+
+class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
+  """DeepLab's MobileNetV2 at half width, imported once (the cheapest)."""
+  num_train = 2
+  num_val = 1
+
+  def setUp(self):
+    super().setUp()
+    self.images = np.random.default_rng(2).uniform(
+        -1.0, 1.0, (1, _HEIGHT, _WIDTH, 3)).astype(np.float32)
+    deeplab_dir = self.create_tempdir().full_path
+    _, self.expected = mobilenet_test.write_reference(deeplab_dir,
+                                                      self.images, (16,))
+    self.imported = self.create_tempdir().full_path
+    self.ours, _ = import_test.import_tool.import_checkpoint(
+        deeplab_dir, mobilenet_test.GIN_FILES, mobilenet_test.bindings(16),
+        self.imported)
+
+  def _parse(self, extra=()):
+    gin.clear_config()
+    gin_config.parse(
+        ['experiments/quickstart.gin', 'backbones/deeplab_mobilenet_v2.gin'],
+        testing_utils.tiny_bindings(
+            self.data_dir, train_steps=1,
+            extra=mobilenet_test.bindings(16) + list(extra)),
+        finalize=False)
+
+  def test_init_checkpoint_fills_every_variable(self):
+    self._parse([f"INIT_CHECKPOINT = '{self.imported}'"])
+    estimator, train_fn = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(self.create_tempdir().full_path))[:2]
+    hook = warm_start_test._InitialValues()  # pylint: disable=protected-access
+    estimator.train(train_fn, max_steps=1, hooks=[hook])
+    reader = tf.train.load_checkpoint(self.ours)
+    names = set(reader.get_variable_to_shape_map()) - {'global_step'}
+    self.assertNotEmpty(names)
+    for name in sorted(names):
+      self.assertAllEqual(hook.values[name], reader.get_tensor(name),
+                          msg=name)
+
+  def test_mode_export_serves_deeplabs_logits(self):
+    self._parse([f'EVAL_CROP_SIZE = [{_HEIGHT}, {_WIDTH}]'])
+    experiment.run('export', self.imported)
+    loaded = tf.saved_model.load(predictor.find_saved_model(self.imported))
+    # The parser maps [0, 255] pixels to DeepLab's [-1, 1].
+    pixels = tf.constant((self.images + 1.0) * 127.5)
+    served = loaded.signatures[signatures.IMAGE_TENSOR_PROBABILITIES](
+        images=pixels)['logits']
+    # The pipeline resizes logits to the image bilinearly.
+    expected = tf.image.resize(self.expected[16], (_HEIGHT, _WIDTH),
+                               method='bilinear')
+    self.assertAllClose(served, expected, rtol=0.0, atol=1e-4)

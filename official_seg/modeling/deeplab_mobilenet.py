@@ -107,7 +107,7 @@ def _block_args(depth_multiplier, output_stride):
 
 @gin.configurable(module='backbones')
 @tf.keras.utils.register_keras_serializable(package='official_seg')
-class DeepLabMobileNetV2(tf.keras.Model):
+class DeepLabMobileNetV2(slim_layers.SlimBackbone):
   """DeepLab's MobileNetV2 variant, returning Model Garden-style levels.
 
   Unlike the Model Garden's MobileNet (official/vision/modeling/backbones/
@@ -154,23 +154,7 @@ class DeepLabMobileNetV2(tf.keras.Model):
       if i == _DECODER_BLOCK:
         endpoints['2'] = depthwise
     endpoints[str({8: 3, 16: 4, 32: 5}[output_stride])] = x
-    self._output_specs = {key: value.get_shape()
-                          for key, value in endpoints.items()}
-    super().__init__(inputs=inputs, outputs=endpoints, name=_SCOPE, **kwargs)
-    self.slim_scope = _SCOPE
-    self._config_dict = dict(depth_multiplier=depth_multiplier,
-                             output_stride=output_stride,
-                             input_specs=input_specs,
-                             kernel_regularizer=kernel_regularizer)
-
-  @property
-  def output_specs(self):
-    """Level (str) to the `tf.TensorShape` of its features."""
-    return self._output_specs
-
-  def get_config(self):
-    return dict(self._config_dict)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)
+    super().__init__(inputs, endpoints, _SCOPE, dict(
+        depth_multiplier=depth_multiplier, output_stride=output_stride,
+        input_specs=input_specs, kernel_regularizer=kernel_regularizer),
+                     **kwargs)

@@ -168,3 +168,42 @@ def slim_variables(layer, prefix=''):
     if isinstance(sublayer, ConvBN):
       found.update(sublayer.slim_variables(prefix))
   return found
+
+
+class SlimBackbone(tf.keras.Model):
+  """A functional backbone of Model Garden-style levels with DeepLab's names.
+
+  DeepLab's backbones here build their endpoints from `ConvBN` layers and
+  call this constructor; `slim_scope` is the backbone's scope in DeepLab's
+  checkpoints (see `slim_variables`).
+  """
+
+  def __init__(self, inputs, endpoints, slim_scope, config, **kwargs):
+    """Args:
+
+    Args:
+      inputs: the Keras input.
+      endpoints: dict of level (str) to its symbolic features.
+      slim_scope: str, e.g. 'xception_65' or 'MobilenetV2'; also the
+        model's name.
+      config: dict, the subclass's constructor arguments (`get_config`).
+      **kwargs: Keras Model's.
+    """
+    self._output_specs = {key: value.get_shape()
+                          for key, value in endpoints.items()}
+    super().__init__(inputs=inputs, outputs=endpoints, name=slim_scope,
+                     **kwargs)
+    self.slim_scope = slim_scope
+    self._config_dict = dict(config)
+
+  @property
+  def output_specs(self):
+    """Level (str) to the `tf.TensorShape` of its features."""
+    return self._output_specs
+
+  def get_config(self):
+    return dict(self._config_dict)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

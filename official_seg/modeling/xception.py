@@ -118,7 +118,7 @@ def _unit_args(blocks, output_stride, multi_grid, filter_scale):
 
 @gin.configurable(module='backbones')
 @tf.keras.utils.register_keras_serializable(package='official_seg')
-class Xception(tf.keras.Model):
+class Xception(slim_layers.SlimBackbone):
   """DeepLab's aligned Xception, returning Model Garden-style levels.
 
   The output dict has level '2' (DeepLab's decoder features at stride 4,
@@ -174,25 +174,8 @@ class Xception(tf.keras.Model):
         endpoints['2'] = second
     level = {8: 3, 16: 4, 32: 5}[output_stride]
     endpoints[str(level)] = x
-    self._output_specs = {key: value.get_shape()
-                          for key, value in endpoints.items()}
-    super().__init__(inputs=inputs, outputs=endpoints, name=model_id,
+    super().__init__(inputs, endpoints, model_id, dict(
+        model_id=model_id, output_stride=output_stride,
+        multi_grid=tuple(multi_grid), filter_scale=filter_scale,
+        input_specs=input_specs, kernel_regularizer=kernel_regularizer),
                      **kwargs)
-    self.slim_scope = model_id
-    self._config_dict = dict(model_id=model_id, output_stride=output_stride,
-                             multi_grid=tuple(multi_grid),
-                             filter_scale=filter_scale,
-                             input_specs=input_specs,
-                             kernel_regularizer=kernel_regularizer)
-
-  @property
-  def output_specs(self):
-    """Level (str) to the `tf.TensorShape` of its features."""
-    return self._output_specs
-
-  def get_config(self):
-    return dict(self._config_dict)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    return cls(**config)

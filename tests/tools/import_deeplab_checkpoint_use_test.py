@@ -1,5 +1,9 @@
 """An imported DeepLab checkpoint as INIT_CHECKPOINT, and exported by --mode=export."""
 
+import os
+import shutil
+import tempfile
+
 import gin
 import numpy as np
 import tensorflow as tf
@@ -23,17 +27,27 @@ class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
   num_train = 2
   num_val = 1
 
-  def setUp(self):
-    super().setUp()
-    self.images = np.random.default_rng(2).uniform(
+  @classmethod
+  def setUpClass(cls):
+    """One DeepLab checkpoint and its import, shared by the tests."""
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.images = np.random.default_rng(2).uniform(
         -1.0, 1.0, (1, _HEIGHT, _WIDTH, 3)).astype(np.float32)
-    deeplab_dir = self.create_tempdir().full_path
-    _, self.expected = mobilenet_test.write_reference(deeplab_dir,
-                                                      self.images, (16,))
-    self.imported = self.create_tempdir().full_path
-    self.ours, _ = import_test.import_tool.import_checkpoint(
+    deeplab_dir = os.path.join(cls.root, 'deeplab')
+    os.makedirs(deeplab_dir)
+    _, cls.expected = mobilenet_test.write_reference(deeplab_dir, cls.images,
+                                                     (16,))
+    cls.imported = os.path.join(cls.root, 'imported')
+    gin.clear_config()
+    cls.ours, _ = import_test.import_tool.import_checkpoint(
         deeplab_dir, mobilenet_test.GIN_FILES, mobilenet_test.bindings(16),
-        self.imported)
+        cls.imported)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
 
   def _parse(self, extra=()):
     gin.clear_config()

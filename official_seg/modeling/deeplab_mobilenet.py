@@ -62,9 +62,10 @@ class ExpandedConv(tf.keras.layers.Layer):
                         rate=rate, expand=expand)
     common = dict(kernel_regularizer=kernel_regularizer, norm_momentum=0.997,
                   explicit_padding=False)
-    self.convs = [slim_layers.ConvBN(f'{scope}/expand', inner, 1,
-                                     activation='relu6', **common)] if (
-                                         expand) else []
+    self.convs = []
+    if expand:
+      self.convs.append(slim_layers.ConvBN(f'{scope}/expand', inner, 1,
+                                           activation='relu6', **common))
     self.convs.append(slim_layers.ConvBN(
         f'{scope}/depthwise', None, 3, strides=stride, rate=rate,
         depthwise=True, activation='relu6', **common))

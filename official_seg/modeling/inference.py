@@ -4,55 +4,98 @@ import gin
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.modeling import deeplab_head
 from official_seg.modeling import tiling
 
 # Floor of the probabilities whose log stands for logits with windows.
 _TINY = 1e-30
 
 
-def upsampled_logits(logits, size):
-  """float32 logits resized bilinearly to `size` (height, width), as DeepLab.
+def upsampled_logits(logits, size, align_corners=False):
+  """float32 logits resized bilinearly to `size` (height, width).
 
-  The cast keeps probabilities float32 under a bfloat16 policy.
+  Half-pixel centres (`tf.image.resize`), or with `align_corners` DeepLab's
+  `resize_bilinear(..., align_corners=True)`. The cast keeps probabilities
+  float32 under a bfloat16 policy.
   """
-  return tf.image.resize(tf.cast(logits, tf.float32), size, method='bilinear')
+  logits = tf.cast(logits, tf.float32)
+  if align_corners:
+    return deeplab_head.resize_aligned(logits, size)
+  return tf.image.resize(logits, size, method='bilinear')
 
 
-def _scaled_size(images, scale):
-  """round(size * scale), static when the input shape is static."""
+def _scaled_size(images, scale, align_corners=False):
+  """round(size * scale), or DeepLab's int((size - 1) * scale + 1).
+
+  Static when the input shape is static; with `align_corners` the formula
+  of DeepLab's `scale_dimension` (core/utils.py), in float32 when dynamic
+  as DeepLab's tensor branch.
+  """
   static = images.shape[1:3]
   if static.is_fully_defined():
+    if align_corners:
+      return [int((dim - 1.0) * scale + 1.0) for dim in static.as_list()]
     return [int(round(dim * scale)) for dim in static.as_list()]
-  size = tf.cast(tf.shape(images)[1:3], tf.float32) * scale
-  return tf.cast(tf.round(size), tf.int32)
+  size = tf.cast(tf.shape(images)[1:3], tf.float32)
+  if align_corners:
+    return tf.cast((size - 1.0) * scale + 1.0, tf.int32)
+  return tf.cast(tf.round(size * scale), tf.int32)
+
+
+def _scaled(images, scale, align_corners):
+  """The images at `scale`: DeepLab's aligned resize, or half-pixel."""
+  if scale == 1.0:
+    return images
+  size = _scaled_size(images, scale, align_corners)
+  if align_corners:
+    return deeplab_head.resize_aligned(images, size)
+  return tf.image.resize(images, size, 'bilinear')
 
 
 def _flip(tensor):
   return tf.reverse(tensor, axis=[2])
 
 
-def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images):
+def _needs_base(base_logits, eval_scales, align_corners):
+  """Whether the scale-1 pass runs before the others.
+
+  With aligned corners a scale below 1 needs the scale-1 logits' size, even
+  when 1.0 is not among the scales.
+  """
+  return base_logits is None and (
+      1.0 in eval_scales or (align_corners and min(eval_scales) < 1.0))
+
+
+def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images,
+                 align_corners=False):
   """Probabilities averaged over scales and flips, and the scale-1 logits.
+
+  With `align_corners`, DeepLab's `predict_labels_multi_scale`: images
+  scaled to `scale_dimension`, aligned-corner resizes, and the logits of a
+  scale below 1 resized first to the scale-1 logits' size, as DeepLab's
+  `multi_scale_logits` does (above 1, the size it resizes to is theirs).
 
   Returns:
     (float32 [B, H, W, C] probabilities, float32 [B, H, W, C] logits of the
     unflipped scale-1 pass at the input size, or None when no such pass ran).
   """
+  run = lambda inputs: model(inputs, training=False)['logits']
+  if _needs_base(base_logits, eval_scales, align_corners):
+    base_logits = run(images)
   size = tf.shape(images)[1:3]
+  plain = (None if base_logits is None else
+           upsampled_logits(base_logits, size, align_corners))
   probabilities = []
-  plain = None
   for scale in eval_scales:
-    scaled = (images if scale == 1.0 else
-              tf.image.resize(images, _scaled_size(images, scale), 'bilinear'))
+    scaled = _scaled(images, scale, align_corners)
     for flip in ((False, True) if add_flipped_images else (False,)):
-      if scale == 1.0 and not flip and base_logits is not None:
-        logits = base_logits
-      else:
-        logits = model(_flip(scaled) if flip else scaled,
-                       training=False)['logits']
-      logits = upsampled_logits(logits, size)
       if scale == 1.0 and not flip:
-        plain = logits
+        probabilities.append(tf.nn.softmax(plain))
+        continue
+      logits = run(_flip(scaled) if flip else scaled)
+      if align_corners and scale < 1.0:
+        logits = upsampled_logits(logits, tf.shape(base_logits)[1:3], True)
+      logits = upsampled_logits(logits, size, align_corners)
       probabilities.append(tf.nn.softmax(_flip(logits) if flip else logits))
   return tf.add_n(probabilities) / float(len(probabilities)), plain
 
@@ -64,7 +107,8 @@ def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images):
 def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
                           add_flipped_images=False, window_size=None,
                           window_stride=None, window_blending='uniform',
-                          window_batch_size=4, with_logits=False):
+                          window_batch_size=4, align_corners=False,
+                          with_logits=False):
   """Softmax probabilities averaged over scales and flips, at the input size.
 
   Follows DeepLab's multi-scale inference: each scale (and its left-right
@@ -90,6 +134,11 @@ def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
       window_size - window_size // 3 (a third of overlap).
     window_blending: 'uniform' or 'gaussian' (see `tiling.Windows`).
     window_batch_size: windows run through the model at once.
+    align_corners: bool; DeepLab's evaluation (`predict_labels` and
+      `predict_labels_multi_scale`): every resize bilinear with aligned
+      corners, scaled sides `int((side - 1) * scale + 1)`, and a scale's
+      logits below 1 resized to the scale-1 logits' size first. False:
+      half-pixel resizes and sides `round(side * scale)`.
     with_logits: bool, also return logits (see Returns).
 
   Returns:
@@ -109,13 +158,15 @@ def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
                                 window_batch_size)
   if windows is None:
     probabilities, logits = _multi_scale(model, images, base_logits,
-                                         eval_scales, add_flipped_images)
+                                         eval_scales, add_flipped_images,
+                                         align_corners)
     if with_logits and logits is None:
       logits = upsampled_logits(model(images, training=False)['logits'],
-                                tf.shape(images)[1:3])
+                                tf.shape(images)[1:3], align_corners)
   else:
     probabilities = tiling.tiled_probabilities(
         lambda tiles: _multi_scale(model, tiles, None, eval_scales,
-                                   add_flipped_images)[0], images, windows)
+                                   add_flipped_images, align_corners)[0],
+        images, windows)
     logits = tf.math.log(tf.maximum(probabilities, _TINY))
   return (probabilities, logits) if with_logits else probabilities

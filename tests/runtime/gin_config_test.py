@@ -77,6 +77,12 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(logits.shape[-1], task.num_classes)
     self.assertEqual(rate.dtype, tf.float32)
 
+  @parameterized.parameters(*[f for f in _FILES if f.endswith('_zoo.gin')])
+  def test_zoo_experiments_evaluate_as_deeplab(self, name):
+    # DeepLab's checkpoints reach its published mIoU under its evaluation.
+    gin_config.parse([name], _MACROS, finalize=False)
+    self.assertTrue(gin.query_parameter('predict_probabilities.align_corners'))
+
   def test_semi_supervised_file_without_unlabeled_split_names_the_macro(self):
     files = ['experiments/quickstart.gin', 'semi_supervised/pseudoseg.gin']
     gin_config.parse(files, _MACROS, finalize=False)

@@ -79,7 +79,8 @@ class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
     pixels = tf.constant((self.images + 1.0) * 127.5)
     served = loaded.signatures[signatures.IMAGE_TENSOR_PROBABILITIES](
         images=pixels)['logits']
-    # The pipeline resizes logits to the image bilinearly.
-    expected = tf.image.resize(self.expected[16], (_HEIGHT, _WIDTH),
-                               method='bilinear')
+    # The backbone file sets DeepLab's evaluation: its predict_labels
+    # resizes logits to the image with aligned corners.
+    expected = tf.compat.v1.image.resize_bilinear(
+        self.expected[16], (_HEIGHT, _WIDTH), align_corners=True)
     self.assertAllClose(served, expected, rtol=0.0, atol=1e-4)

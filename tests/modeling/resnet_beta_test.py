@@ -128,7 +128,7 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
       size = (_SIZE - 1) // stride + 1
       self.assertEqual(deepest.shape, (2, size, size, 256))
       self.assertEqual(low.shape, (2, 9, 9, 32))
-      self.assertGreater(np.std(deepest), 0.1)
+      self.assertGreater(min(np.std(deepest), np.std(low)), 0.1)
       self.assertAllClose(features[_LEVEL[stride]], deepest, rtol=0.0,
                           atol=1e-4, msg=f'output stride {stride}')
       self.assertAllClose(features['2'], low, rtol=0.0, atol=1e-4,

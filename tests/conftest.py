@@ -30,6 +30,7 @@ SLOWEST_FIRST = (
     'tests/runtime/preemption_test.py',
     'tests/export/saved_model_test.py',
     'tests/modeling/xception_test.py',
+    'tests/modeling/resnet_beta_test.py',
     'tests/benchmarks/semi_supervised_test.py',
     'tests/runtime/tpu_estimator_test.py',
     'tests/runtime/model_fn_test.py',

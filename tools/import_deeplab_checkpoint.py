@@ -15,8 +15,9 @@ another shape stops the import, naming each. The output directory then holds
 which DeepLab name filled each variable, and the checkpoint's entries we do
 not read (global_step, moving averages, optimizer slots, others such as an
 ImageNet classifier). --backbone_only imports the backbone of an ImageNet
-checkpoint (xception_41/65/71) as a warm start; the rest is listed as not
-filled, and training starts from it with INIT_CHECKPOINT.
+checkpoint (xception_41/65/71, resnet_v1_50_beta, resnet_v1_101_beta) as a
+warm start; the rest is listed as not filled, and training starts from it
+with INIT_CHECKPOINT.
 """
 
 import json

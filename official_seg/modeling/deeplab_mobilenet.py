@@ -140,22 +140,18 @@ class DeepLabMobileNetV2(slim_layers.SlimBackbone):
     if output_stride not in (8, 16, 32):
       raise ValueError(f'DeepLabMobileNetV2.output_stride = '
                        f'{output_stride!r}: use 8, 16 or 32.')
-    input_specs = input_specs or tf.keras.layers.InputSpec(
-        shape=[None, None, None, 3])
-    inputs = tf.keras.Input(shape=input_specs.shape[1:])
+    inputs = slim_layers.backbone_input(input_specs)
     x = slim_layers.ConvBN('Conv', depths(depth_multiplier)[0], 3, strides=2,
                            activation='relu6', norm_momentum=0.997,
                            explicit_padding=False,
                            kernel_regularizer=kernel_regularizer)(inputs)
-    endpoints = {}
     for i, (scope, args) in enumerate(_block_args(depth_multiplier,
                                                   output_stride)):
       x, depthwise = ExpandedConv(scope, kernel_regularizer=kernel_regularizer,
                                   **args)(x)
       if i == _DECODER_BLOCK:
-        endpoints['2'] = depthwise
-    endpoints[str({8: 3, 16: 4, 32: 5}[output_stride])] = x
-    super().__init__(inputs, endpoints, _SCOPE, dict(
+        stride4 = depthwise
+    super().__init__(inputs, stride4, x, _SCOPE, dict(
         depth_multiplier=depth_multiplier, output_stride=output_stride,
         input_specs=input_specs, kernel_regularizer=kernel_regularizer),
                      **kwargs)

@@ -57,7 +57,8 @@ def deeplab_names(model):
   if scope is None:
     raise DeepLabImportError(
         f'The backbone {type(model.backbone).__name__} has no DeepLab '
-        'names; bind build_model.backbone = @backbones.Xception.')
+        'names; bind build_model.backbone = @backbones.Xception (or '
+        '@backbones.ResNetBeta).')
   backbone = slim_layers.slim_variables(model.backbone, scope + '/')
   rest = {}
   for part in (model.decoder, model.head):

@@ -170,29 +170,71 @@ def slim_variables(layer, prefix=''):
   return found
 
 
-class SlimBackbone(tf.keras.Model):
-  """A functional backbone of Model Garden-style levels with DeepLab's names.
+def scaled(depth, filter_scale):
+  """A layer's channels at `filter_scale` (1.0: DeepLab's)."""
+  return max(1, int(depth * filter_scale))
 
-  DeepLab's backbones here build their endpoints from `ConvBN` layers and
-  call this constructor; `slim_scope` is the backbone's scope in DeepLab's
-  checkpoints (see `slim_variables`).
+
+def dense_units(unit_strides, output_stride, current_stride):
+  """(stride, rate) of each unit as DeepLab's `stack_blocks_dense` runs them.
+
+  Once the units have reached `output_stride`, each further one keeps
+  stride 1 and is atrous instead, its rate the product of the strides it
+  skipped before it.
+
+  Args:
+    unit_strides: ints, each unit's nominal stride, in order.
+    output_stride: int, the stride the features must not pass.
+    current_stride: int, the stride of the first unit's input (the root's).
+
+  Yields:
+    (stride, rate) of each unit.
+  """
+  rate = 1
+  for stride in unit_strides:
+    if current_stride == output_stride:
+      yield 1, rate
+      rate *= stride
+    else:
+      yield stride, 1
+      current_stride *= stride
+
+
+def backbone_input(input_specs):
+  """The Keras input of `input_specs` (None: RGB images of any size)."""
+  input_specs = input_specs or tf.keras.layers.InputSpec(
+      shape=[None, None, None, 3])
+  return tf.keras.Input(shape=input_specs.shape[1:])
+
+
+class SlimBackbone(tf.keras.Model):
+  """A DeepLab network as a functional Model Garden-style backbone.
+
+  Its output dict has level '2' (DeepLab's decoder features, at stride 4)
+  and the level of the output stride; `slim_scope` (with `slim_variables`)
+  gives its variables' names in DeepLab's checkpoints. Subclasses build
+  their layers on `backbone_input(input_specs)` and pass their config, which
+  holds `model_id` (the Keras name) and `output_stride`.
   """
 
-  def __init__(self, inputs, endpoints, slim_scope, config, **kwargs):
+  def __init__(self, inputs, stride4, features, slim_scope, config,
+               **kwargs):
     """Args:
 
     Args:
-      inputs: the Keras input.
-      endpoints: dict of level (str) to its symbolic features.
-      slim_scope: str, e.g. 'xception_65' or 'MobilenetV2'; also the
-        model's name.
-      config: dict, the subclass's constructor arguments (`get_config`).
+      inputs: the Keras input tensor.
+      stride4: the decoder's features (level '2').
+      features: the deepest features.
+      slim_scope: str, DeepLab's outer scope, e.g. 'xception_65'.
+      config: dict, the subclass's constructor arguments.
       **kwargs: Keras Model's.
     """
+    level = {8: 3, 16: 4, 32: 5}[config['output_stride']]
+    endpoints = {'2': stride4, str(level): features}
     self._output_specs = {key: value.get_shape()
                           for key, value in endpoints.items()}
-    super().__init__(inputs=inputs, outputs=endpoints, name=slim_scope,
-                     **kwargs)
+    super().__init__(inputs=inputs, outputs=endpoints,
+                     name=config.get('model_id', slim_scope), **kwargs)
     self.slim_scope = slim_scope
     self._config_dict = dict(config)
 

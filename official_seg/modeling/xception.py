@@ -92,28 +92,21 @@ class XceptionModule(tf.keras.layers.Layer):
     return dict(super().get_config(), **self._config)
 
 
-def scaled(depth, filter_scale):
-  """A layer's channels at `filter_scale` (1.0: DeepLab's)."""
-  return max(1, int(depth * filter_scale))
-
-
 def _unit_args(blocks, output_stride, multi_grid, filter_scale):
   """DeepLab's `stack_blocks_dense`: (scope, args) of each unit, atrous past
   the output stride (the root's stride of 2 included)."""
-  current, rate = 2, 1
-  for scope, depths, skip, inside, units, stride in blocks:
+  units = []
+  for scope, depths, skip, inside, count, stride in blocks:
     grid = multi_grid if scope == 'exit_flow/block2' else (1, 1, 1)
-    depths = tuple(scaled(d, filter_scale) for d in depths)
-    for i in range(units):
-      unit_stride = stride if i == units - 1 else 1
-      args = dict(depths=depths, skip=skip, activation_inside=inside,
-                  unit_rates=tuple(grid))
-      if current == output_stride:
-        yield f'{scope}/unit_{i + 1}', dict(args, stride=1, rate=rate)
-        rate *= unit_stride
-      else:
-        yield f'{scope}/unit_{i + 1}', dict(args, stride=unit_stride, rate=1)
-        current *= unit_stride
+    args = dict(depths=tuple(slim_layers.scaled(d, filter_scale)
+                             for d in depths),
+                skip=skip, activation_inside=inside, unit_rates=tuple(grid))
+    units += [(f'{scope}/unit_{i + 1}', args, stride if i == count - 1 else 1)
+              for i in range(count)]
+  schedule = slim_layers.dense_units([unit[2] for unit in units],
+                                     output_stride, 2)
+  for (scope, args, _), (stride, rate) in zip(units, schedule):
+    yield scope, dict(args, stride=stride, rate=rate)
 
 
 @gin.configurable(module='backbones')
@@ -155,27 +148,23 @@ class Xception(slim_layers.SlimBackbone):
       raise ValueError(f'Xception.output_stride = {output_stride!r}: use 8, '
                        '16 or 32.')
     blocks, decoder_unit = SPECS[model_id]
-    input_specs = input_specs or tf.keras.layers.InputSpec(
-        shape=[None, None, None, 3])
-    inputs = tf.keras.Input(shape=input_specs.shape[1:])
+    inputs = slim_layers.backbone_input(input_specs)
     x = inputs
     for scope, filters, stride in (('entry_flow/conv1_1', 32, 2),
                                    ('entry_flow/conv1_2', 64, 1)):
-      x = slim_layers.ConvBN(scope, scaled(filters, filter_scale), 3,
-                             strides=stride,
+      x = slim_layers.ConvBN(scope, slim_layers.scaled(filters, filter_scale),
+                             3, strides=stride,
                              kernel_regularizer=kernel_regularizer,
                              name=scope.replace('/', '_'))(x)
-    endpoints = {}
     for scope, args in _unit_args(blocks, output_stride, multi_grid,
                                   filter_scale):
       x, second = XceptionModule(scope, kernel_regularizer=kernel_regularizer,
                                  **args)(x)
       if scope == decoder_unit:
-        endpoints['2'] = second
-    level = {8: 3, 16: 4, 32: 5}[output_stride]
-    endpoints[str(level)] = x
-    super().__init__(inputs, endpoints, model_id, dict(
-        model_id=model_id, output_stride=output_stride,
-        multi_grid=tuple(multi_grid), filter_scale=filter_scale,
-        input_specs=input_specs, kernel_regularizer=kernel_regularizer),
-                     **kwargs)
+        stride4 = second
+    super().__init__(
+        inputs, stride4, x, model_id,
+        dict(model_id=model_id, output_stride=output_stride,
+             multi_grid=tuple(multi_grid), filter_scale=filter_scale,
+             input_specs=input_specs, kernel_regularizer=kernel_regularizer),
+        **kwargs)

@@ -1,6 +1,7 @@
 """Keras convolutions with batch norm that know their tf-slim (DeepLab) variable names."""
 
 import tensorflow as tf
+from official.modeling import tf_utils
 
 # tf-slim's batch_norm variables, in Keras's names.
 _BATCH_NORM = (('gamma', 'gamma'), ('beta', 'beta'),
@@ -52,7 +53,9 @@ class ConvBN(tf.keras.layers.Layer):
       strides: int.
       rate: int, dilation rate.
       depthwise: bool, a depthwise convolution (multiplier 1).
-      activation: 'relu' or None, after the norm.
+      activation: 'relu', 'relu6', 'hard_swish', 'hard_sigmoid' (the
+        Model Garden's, which are slim mobilenet_v3's) or None, after the
+        norm.
       batch_norm: bool; False gives a conv with a bias instead.
       kernel_regularizer: Keras regularizer of the kernel.
       norm_epsilon: float, batch norm's epsilon.
@@ -87,7 +90,7 @@ class ConvBN(tf.keras.layers.Layer):
     self.norm = (tf.keras.layers.BatchNormalization(
         epsilon=norm_epsilon, momentum=norm_momentum, name='BatchNorm')
                  if batch_norm else None)
-    self.activation = tf.keras.activations.get(activation)
+    self.activation = tf_utils.get_activation(activation)
 
   @tf.autograph.experimental.do_not_convert
   def call(self, inputs, training=None):

@@ -142,21 +142,36 @@ class ExpandedConv(tf.keras.layers.Layer):
     return dict(super().get_config(), **self._config)
 
 
-def _block_args(depth_multiplier, output_stride):
-  """slim's `mobilenet_base`: (scope, args) of each block, atrous once the
-  output stride is reached (each block's rate is the one before its own
-  stride is folded in)."""
-  _, blocks = depths(depth_multiplier)
+def atrous_strides(strides, output_stride):
+  """slim's `mobilenet_base` after a stride-2 first layer: atrous once the
+  output stride is reached.
+
+  Args:
+    strides: ints, each block's stride.
+    output_stride: int.
+
+  Yields:
+    (stride, rate) of each block; a block's rate is the one before its own
+    stride is folded in.
+  """
   current, rate = 2, 1
-  for i, ((stride, _), (inner, depth)) in enumerate(zip(_BLOCKS, blocks)):
-    scope = 'expanded_conv' + (f'_{i}' if i else '')
-    args = dict(inner=inner, depth=depth, expand=i > 0)
+  for stride in strides:
     if current == output_stride:
-      yield scope, dict(args, stride=1, rate=rate)
+      yield 1, rate
       rate *= stride
     else:
-      yield scope, dict(args, stride=stride, rate=1)
+      yield stride, 1
       current *= stride
+
+
+def _block_args(depth_multiplier, output_stride):
+  """(scope, `ExpandedConv` args) of each block."""
+  _, blocks = depths(depth_multiplier)
+  schedule = atrous_strides([stride for stride, _ in _BLOCKS], output_stride)
+  for i, ((stride, rate), (inner, depth)) in enumerate(zip(schedule, blocks)):
+    scope = 'expanded_conv' + (f'_{i}' if i else '')
+    yield scope, dict(inner=inner, depth=depth, expand=i > 0, stride=stride,
+                      rate=rate)
 
 
 @gin.configurable(module='backbones')

@@ -66,23 +66,20 @@ def depths(model_id, depth_multiplier=1.0):
 
 
 def _block_args(model_id, depth_multiplier, output_stride):
-  """slim's `mobilenet_base`: (scope, ExpandedConv args) of each block, atrous
-  once the output stride is reached."""
+  """(scope, `deeplab_mobilenet.ExpandedConv` args) of each block."""
   stem, blocks, _ = depths(model_id, depth_multiplier)
-  current, rate, previous = 2, 1, stem
-  for i, (spec, (inner, depth)) in enumerate(zip(_BLOCKS[model_id], blocks)):
-    _, _, kernel_size, stride, squeeze_excite, activation = spec
-    args = dict(inner=inner, depth=depth, expand=inner > previous,
-                unit=dict(kernel_size=kernel_size, activation=activation,
-                          squeeze_excite=squeeze_excite))
+  specs = _BLOCKS[model_id]
+  schedule = deeplab_mobilenet.atrous_strides([spec[3] for spec in specs],
+                                              output_stride)
+  previous = stem
+  for i, (spec, (stride, rate), (inner, depth)) in enumerate(
+      zip(specs, schedule, blocks)):
+    _, _, kernel_size, _, squeeze_excite, activation = spec
+    yield 'expanded_conv' + (f'_{i}' if i else ''), dict(
+        inner=inner, depth=depth, expand=inner > previous, stride=stride,
+        rate=rate, unit=dict(kernel_size=kernel_size, activation=activation,
+                             squeeze_excite=squeeze_excite))
     previous = depth
-    scope = 'expanded_conv' + (f'_{i}' if i else '')
-    if current == output_stride:
-      yield scope, dict(args, stride=1, rate=rate)
-      rate *= stride
-    else:
-      yield scope, dict(args, stride=stride, rate=1)
-      current *= stride
 
 
 @gin.configurable(module='backbones')

@@ -18,6 +18,7 @@ decoder_use_sum_merge and decoder_output_is_logits) and core/utils.py
 import numpy as np
 import tensorflow as tf
 
+from tests.modeling import deeplab_mobilenet_reference
 from tests.modeling import deeplab_reference
 
 slim = deeplab_reference.slim
@@ -29,15 +30,6 @@ def _hard_swish(x):
 
 def _q_sigmoid(x):
   return tf.nn.relu6(x + 3) * 0.16667
-
-
-def _make_divisible(v, divisor, min_value=None):
-  if min_value is None:
-    min_value = divisor
-  new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
-  if new_v < 0.9 * v:
-    new_v += divisor
-  return new_v
 
 
 def _op(ef, n, k, s=1, act=tf.nn.relu, se=False):
@@ -92,7 +84,7 @@ def _squeeze_excite(x):
     channels = x.shape[3]
     pooled = tf.nn.avg_pool(x, (1, x.shape[1], x.shape[2], 1),
                             strides=(1, 1, 1, 1), padding='VALID')
-    squeeze = slim.conv2d(pooled, _make_divisible(channels / 4, 8), [1, 1],
+    squeeze = slim.conv2d(pooled, deeplab_mobilenet_reference.make_divisible(channels / 4, 8), [1, 1],
                           normalizer_fn=None, activation_fn=tf.nn.relu,
                           scope='Conv')
     excite = slim.conv2d(squeeze, channels, [1, 1], normalizer_fn=None,
@@ -103,7 +95,7 @@ def _squeeze_excite(x):
 def _expanded_conv(net, layer, stride, rate, scope, end_points, name):
   with tf.compat.v1.variable_scope(scope), slim.arg_scope(
       [slim.conv2d, slim.separable_conv2d], activation_fn=layer['act']):
-    inner = _make_divisible(net.shape[3] * layer['ef'], 8)
+    inner = deeplab_mobilenet_reference.make_divisible(net.shape[3] * layer['ef'], 8)
     x = net
     if inner > net.shape[3]:
       x = slim.conv2d(x, inner, [1, 1], scope='expand')
@@ -131,7 +123,7 @@ def mobilenet_v3(images, model_id, output_stride, depth_multiplier=1.0):
     current, rate, net = 1, 1, images
     convs, blocks = 0, 0
     for i, layer in enumerate(seg_spec(model_id)):
-      depth = _make_divisible(layer['num_outputs'] * depth_multiplier, 8, 8)
+      depth = deeplab_mobilenet_reference.make_divisible(layer['num_outputs'] * depth_multiplier, 8, 8)
       layer = dict(layer, num_outputs=depth)
       if current == output_stride:
         layer_stride, layer_rate = 1, rate

@@ -1,7 +1,5 @@
 """DeepLab's MobileNetV3: its levels, and DeepLab's checkpoints give DeepLab's logits."""
 
-import os
-
 from absl.testing import parameterized
 import gin
 import numpy as np
@@ -51,11 +49,7 @@ def write_reference(directory, images, model_id):
   with tf.Graph().as_default():
     logits = _reference_logits(images, model_id)
     tf.compat.v1.train.get_or_create_global_step()
-    with tf.compat.v1.Session() as session:
-      import_test.randomize(session, np.random.default_rng(0))
-      prefix = tf.compat.v1.train.Saver().save(
-          session, os.path.join(directory, 'model.ckpt'))
-      return prefix, session.run(logits)
+    return import_test.save_randomized(directory, logits)
 
 
 class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):

@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import dataset_info
 from official_seg.modeling import deeplab_mobilenet_v3
 from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
@@ -76,17 +77,20 @@ class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(outputs[level].shape, (1, size, size, last_channels))
 
   @parameterized.parameters('large', 'small')
-  def test_zoo_names_and_shapes_equal_deeplabs(self, model_id):
-    # At DeepLab's width and head (128 filters, 19 classes), every variable
-    # of DeepLab's graph and no other, each of DeepLab's shape.
+  def test_zoo_experiment_has_deeplabs_names_and_shapes(self, model_id):
+    # The zoo experiment, with no binding given, builds every variable of
+    # DeepLab's graph at DeepLab's width and head (128 filters,
+    # decoder_filters 19) and no other, each of DeepLab's shape.
     with tf.Graph().as_default():
       reference.deeplab(tf.zeros([1, 65, 65, 3]), model_id, 19,
                         pooling_crop=_POOLING_CROP)
       expected = {v.op.name: v.shape.as_list()
                   for v in tf.compat.v1.global_variables()}
-    gin_config.parse(gin_files(model_id), [])
+    gin_config.parse(
+        [f'experiments/cityscapes_mobilenetv3_{model_id}_zoo.gin'], [])
     with tf.Graph().as_default():
-      model = model_lib.build_model(num_classes=19)
+      model = model_lib.build_model(
+          num_classes=dataset_info.DatasetInfo().num_classes)
       model(tf.zeros([1, 65, 65, 3]), training=False)
       backbone, rest = deeplab_names.deeplab_names(model)
       ours = {name: v.shape.as_list()

@@ -45,42 +45,95 @@ def depths(depth_multiplier):
 
 
 @tf.keras.utils.register_keras_serializable(package='official_seg')
+class SqueezeExcite(tf.keras.layers.Layer):
+  """slim's `squeeze_excite` as MobileNetV3 uses it (factor 4, ReLU, hard sigmoid).
+
+  The whole map's mean, a 1x1 convolution to a quarter of the channels
+  (rounded to multiples of 8) with ReLU, one back with slim's hard sigmoid
+  (relu6(x + 3) * 0.16667), which gates the input; both convolutions have
+  biases and no batch norm.
+  """
+
+  def __init__(self, scope, channels, kernel_regularizer=None, **kwargs):
+    kwargs.setdefault('name', 'squeeze_excite')
+    super().__init__(**kwargs)
+    self._config = dict(scope=scope, channels=channels)
+    common = dict(batch_norm=False, kernel_regularizer=kernel_regularizer)
+    self.squeeze = slim_layers.ConvBN(
+        f'{scope}/Conv', nn_layers.make_divisible(channels / 4, 8), 1,
+        activation='relu', **common)
+    self.excite = slim_layers.ConvBN(f'{scope}/Conv_1', channels, 1,
+                                     activation='hard_sigmoid', **common)
+
+  @tf.autograph.experimental.do_not_convert
+  def call(self, inputs, training=None):
+    del training  # No batch norm; Keras passes the enclosing call's.
+    pooled = tf.reduce_mean(inputs, axis=[1, 2], keepdims=True)
+    return inputs * self.excite(self.squeeze(pooled))
+
+  def get_config(self):
+    return dict(super().get_config(), **self._config)
+
+
+@tf.keras.utils.register_keras_serializable(package='official_seg')
 class ExpandedConv(tf.keras.layers.Layer):
   """slim's `expanded_conv`: 1x1 expansion, depthwise, linear 1x1 projection.
 
-  ReLU6 after the expansion and the depthwise convolution; the input is
-  added when the stride is 1 and the channels agree. Strided convolutions
-  pad as TF's 'SAME', as slim's mobilenet (DeepLab passes no explicit
-  padding).
+  `activation` (MobileNetV2's ReLU6 by default) after the expansion and the
+  depthwise convolution, then MobileNetV3's squeeze-excite when asked; the
+  input is added when the stride is 1 and the channels agree. Strided
+  convolutions pad as TF's 'SAME', as slim's mobilenet (DeepLab passes no
+  explicit padding).
   """
 
   def __init__(self, scope, inner, depth, stride=1, rate=1, expand=True,
-               kernel_regularizer=None, **kwargs):
+               kernel_regularizer=None, unit=None, **kwargs):
+    """Args:
+
+    Args:
+      scope: str, the block's slim scope, e.g. 'expanded_conv_3'.
+      inner: int, the expansion's channels.
+      depth: int, the output channels.
+      stride: int, the depthwise convolution's.
+      rate: int, its dilation.
+      expand: bool, whether there is an expansion layer.
+      kernel_regularizer: Keras regularizer of every kernel.
+      unit: dict of MobileNetV3's kernel_size (3), activation ('relu6') and
+        squeeze_excite (False); None for MobileNetV2's.
+      **kwargs: Keras Layer's.
+    """
     kwargs.setdefault('name', scope)
     super().__init__(**kwargs)
+    unit = dict(dict(kernel_size=3, activation='relu6', squeeze_excite=False),
+                **(unit or {}))
     self._config = dict(scope=scope, inner=inner, depth=depth, stride=stride,
-                        rate=rate, expand=expand)
+                        rate=rate, expand=expand, unit=unit)
     common = dict(kernel_regularizer=kernel_regularizer, norm_momentum=0.997,
                   explicit_padding=False)
     self.convs = []
     if expand:
-      self.convs.append(slim_layers.ConvBN(f'{scope}/expand', inner, 1,
-                                           activation='relu6', **common))
+      self.convs.append(slim_layers.ConvBN(
+          f'{scope}/expand', inner, 1, activation=unit['activation'],
+          **common))
     self.convs.append(slim_layers.ConvBN(
-        f'{scope}/depthwise', None, 3, strides=stride, rate=rate,
-        depthwise=True, activation='relu6', **common))
-    self.convs.append(slim_layers.ConvBN(f'{scope}/project', depth, 1,
-                                         activation=None, **common))
+        f'{scope}/depthwise', None, unit['kernel_size'], strides=stride,
+        rate=rate, depthwise=True, activation=unit['activation'], **common))
+    self.squeeze_excite = (SqueezeExcite(
+        f'{scope}/squeeze_excite', inner, kernel_regularizer)
+                           if unit['squeeze_excite'] else None)
+    self.project = slim_layers.ConvBN(f'{scope}/project', depth, 1,
+                                      activation=None, **common)
 
   @tf.autograph.experimental.do_not_convert
   def call(self, inputs, training=None):
     """Returns (output, the depthwise convolution's output)."""
     x = inputs
-    depthwise = None
     for conv in self.convs:
       x = conv(x, training=training)
-      if conv.scope.endswith('/depthwise'):
-        depthwise = x
+    depthwise = x
+    if self.squeeze_excite is not None:
+      x = self.squeeze_excite(x)
+    x = self.project(x, training=training)
     if self._config['stride'] == 1 and x.shape[-1] == inputs.shape[-1]:
       x += inputs
     return x, depthwise
@@ -89,21 +142,36 @@ class ExpandedConv(tf.keras.layers.Layer):
     return dict(super().get_config(), **self._config)
 
 
-def _block_args(depth_multiplier, output_stride):
-  """slim's `mobilenet_base`: (scope, args) of each block, atrous once the
-  output stride is reached (each block's rate is the one before its own
-  stride is folded in)."""
-  _, blocks = depths(depth_multiplier)
+def atrous_strides(strides, output_stride):
+  """slim's `mobilenet_base` after a stride-2 first layer: atrous once the
+  output stride is reached.
+
+  Args:
+    strides: ints, each block's stride.
+    output_stride: int.
+
+  Yields:
+    (stride, rate) of each block; a block's rate is the one before its own
+    stride is folded in.
+  """
   current, rate = 2, 1
-  for i, ((stride, _), (inner, depth)) in enumerate(zip(_BLOCKS, blocks)):
-    scope = 'expanded_conv' + (f'_{i}' if i else '')
-    args = dict(inner=inner, depth=depth, expand=i > 0)
+  for stride in strides:
     if current == output_stride:
-      yield scope, dict(args, stride=1, rate=rate)
+      yield 1, rate
       rate *= stride
     else:
-      yield scope, dict(args, stride=stride, rate=1)
+      yield stride, 1
       current *= stride
+
+
+def _block_args(depth_multiplier, output_stride):
+  """(scope, `ExpandedConv` args) of each block."""
+  _, blocks = depths(depth_multiplier)
+  schedule = atrous_strides([stride for stride, _ in _BLOCKS], output_stride)
+  for i, ((stride, rate), (inner, depth)) in enumerate(zip(schedule, blocks)):
+    scope = 'expanded_conv' + (f'_{i}' if i else '')
+    yield scope, dict(inner=inner, depth=depth, expand=i > 0, stride=stride,
+                      rate=rate)
 
 
 @gin.configurable(module='backbones')
@@ -151,7 +219,8 @@ class DeepLabMobileNetV2(slim_layers.SlimBackbone):
                                   **args)(x)
       if i == _DECODER_BLOCK:
         stride4 = depthwise
-    super().__init__(inputs, stride4, x, _SCOPE, dict(
+    endpoints = slim_layers.stride4_and_deepest(stride4, x, output_stride)
+    super().__init__(inputs, endpoints, _SCOPE, dict(
         depth_multiplier=depth_multiplier, output_stride=output_stride,
         input_specs=input_specs, kernel_regularizer=kernel_regularizer),
                      **kwargs)

@@ -152,7 +152,8 @@ class ResNetBeta(slim_layers.SlimBackbone):
       if scope == DECODER_UNIT:
         stride4 = conv3
     super().__init__(
-        inputs, stride4, x, SLIM_SCOPES[model_id],
+        inputs, slim_layers.stride4_and_deepest(stride4, x, output_stride),
+        SLIM_SCOPES[model_id],
         dict(model_id=model_id, output_stride=output_stride,
              multi_grid=tuple(multi_grid), filter_scale=filter_scale,
              input_specs=input_specs, kernel_regularizer=kernel_regularizer),

@@ -1,6 +1,7 @@
 """Keras convolutions with batch norm that know their tf-slim (DeepLab) variable names."""
 
 import tensorflow as tf
+from official.modeling import tf_utils
 
 # tf-slim's batch_norm variables, in Keras's names.
 _BATCH_NORM = (('gamma', 'gamma'), ('beta', 'beta'),
@@ -52,7 +53,9 @@ class ConvBN(tf.keras.layers.Layer):
       strides: int.
       rate: int, dilation rate.
       depthwise: bool, a depthwise convolution (multiplier 1).
-      activation: 'relu' or None, after the norm.
+      activation: 'relu', 'relu6', 'hard_swish', 'hard_sigmoid' (the
+        Model Garden's, which are slim mobilenet_v3's) or None, after the
+        norm.
       batch_norm: bool; False gives a conv with a bias instead.
       kernel_regularizer: Keras regularizer of the kernel.
       norm_epsilon: float, batch norm's epsilon.
@@ -87,7 +90,7 @@ class ConvBN(tf.keras.layers.Layer):
     self.norm = (tf.keras.layers.BatchNormalization(
         epsilon=norm_epsilon, momentum=norm_momentum, name='BatchNorm')
                  if batch_norm else None)
-    self.activation = tf.keras.activations.get(activation)
+    self.activation = tf_utils.get_activation(activation)
 
   @tf.autograph.experimental.do_not_convert
   def call(self, inputs, training=None):
@@ -207,34 +210,40 @@ def backbone_input(input_specs):
   return tf.keras.Input(shape=input_specs.shape[1:])
 
 
+def stride4_and_deepest(stride4, features, output_stride):
+  """The endpoints of a backbone whose decoder reads its stride-4 features.
+
+  Returns:
+    dict: level '2' to `stride4`, the output stride's level to `features`.
+  """
+  return {'2': stride4, str({8: 3, 16: 4, 32: 5}[output_stride]): features}
+
+
 class SlimBackbone(tf.keras.Model):
   """A DeepLab network as a functional Model Garden-style backbone.
 
-  Its output dict has level '2' (DeepLab's decoder features, at stride 4)
-  and the level of the output stride; `slim_scope` (with `slim_variables`)
-  gives its variables' names in DeepLab's checkpoints. Subclasses build
-  their layers on `backbone_input(input_specs)` and pass their config, which
-  holds `model_id` (the Keras name) and `output_stride`.
+  Its output dict maps levels (str) to features: the decoder's and the
+  output stride's. `slim_scope` (with `slim_variables`) gives its variables'
+  names in DeepLab's checkpoints. Subclasses build their layers on
+  `backbone_input(input_specs)` and pass their constructor's arguments as
+  `config`.
   """
 
-  def __init__(self, inputs, stride4, features, slim_scope, config,
-               **kwargs):
+  def __init__(self, inputs, endpoints, slim_scope, config, **kwargs):
     """Args:
 
     Args:
       inputs: the Keras input tensor.
-      stride4: the decoder's features (level '2').
-      features: the deepest features.
-      slim_scope: str, DeepLab's outer scope, e.g. 'xception_65'.
+      endpoints: dict of level (str) to its symbolic features.
+      slim_scope: str, DeepLab's outer scope, e.g. 'xception_65' or
+        'MobilenetV2'; also the model's name.
       config: dict, the subclass's constructor arguments.
       **kwargs: Keras Model's.
     """
-    level = {8: 3, 16: 4, 32: 5}[config['output_stride']]
-    endpoints = {'2': stride4, str(level): features}
     self._output_specs = {key: value.get_shape()
                           for key, value in endpoints.items()}
-    super().__init__(inputs=inputs, outputs=endpoints,
-                     name=config.get('model_id', slim_scope), **kwargs)
+    super().__init__(inputs=inputs, outputs=endpoints, name=slim_scope,
+                     **kwargs)
     self.slim_scope = slim_scope
     self._config_dict = dict(config)
 

@@ -163,7 +163,8 @@ class Xception(slim_layers.SlimBackbone):
       if scope == decoder_unit:
         stride4 = second
     super().__init__(
-        inputs, stride4, x, model_id,
+        inputs, slim_layers.stride4_and_deepest(stride4, x, output_stride),
+        model_id,
         dict(model_id=model_id, output_stride=output_stride,
              multi_grid=tuple(multi_grid), filter_scale=filter_scale,
              input_specs=input_specs, kernel_regularizer=kernel_regularizer),

@@ -28,7 +28,8 @@ _SPEC = [('conv', 2, 32), ('expanded', 1, 16), ('expanded', 2, 24),
          ('expanded', 1, 160), ('expanded', 1, 160), ('expanded', 1, 320)]
 
 
-def _make_divisible(v, divisor, min_value=None):
+def make_divisible(v, divisor, min_value=None):
+  """slim's mobilenet `_make_divisible`."""
   if min_value is None:
     min_value = divisor
   new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
@@ -41,7 +42,7 @@ def _expanded_conv(net, depth, factor, stride, rate, scope):
   """conv_blocks.expanded_conv; (output, depthwise output)."""
   with tf.compat.v1.variable_scope(scope):
     input_depth = net.shape[3]
-    inner = _make_divisible(input_depth * factor, 8 if factor > 1 else 1)
+    inner = make_divisible(input_depth * factor, 8 if factor > 1 else 1)
     x = net
     if inner > input_depth:
       x = slim.conv2d(x, inner, [1, 1], scope='expand')
@@ -66,8 +67,8 @@ def mobilenet_v2(images, output_stride, depth_multiplier=1.0):
           updates_collections=None):
     current, rate, net = 1, 1, images
     for i, (kind, stride, depth) in enumerate(_SPEC):
-      depth = _make_divisible(depth * depth_multiplier, divisible_by,
-                              divisible_by)
+      depth = make_divisible(depth * depth_multiplier, divisible_by,
+                             divisible_by)
       if current == output_stride:
         layer_stride, layer_rate = 1, rate
         rate *= stride

@@ -1,7 +1,5 @@
 """DeepLab's MobileNetV2: its levels, and DeepLab's checkpoints give DeepLab's logits."""
 
-import os
-
 from absl.testing import parameterized
 import gin
 import numpy as np
@@ -46,11 +44,7 @@ def write_reference(directory, images, strides, decoder=False):
             tf.constant(images), stride, _NUM_CLASSES, _MULTIPLIER,
             decoder=decoder, depth=_DEPTH)
     tf.compat.v1.train.get_or_create_global_step()
-    with tf.compat.v1.Session() as session:
-      import_test.randomize(session, np.random.default_rng(0))
-      prefix = tf.compat.v1.train.Saver().save(
-          session, os.path.join(directory, 'model.ckpt'))
-      return prefix, session.run(outputs)
+    return import_test.save_randomized(directory, outputs)
 
 
 class DeepLabMobileNetV2Test(tf.test.TestCase, parameterized.TestCase):

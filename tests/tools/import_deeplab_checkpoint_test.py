@@ -60,6 +60,19 @@ def randomize(session, rng):
   session.run(tf.compat.v1.global_variables_initializer(), feed)
 
 
+def save_randomized(directory, outputs):
+  """Randomizes the graph's variables and saves them as a DeepLab checkpoint.
+
+  Returns:
+    (prefix, the values of `outputs`, a structure of the graph's tensors).
+  """
+  with tf.compat.v1.Session() as session:
+    randomize(session, np.random.default_rng(0))
+    prefix = tf.compat.v1.train.Saver().save(
+        session, os.path.join(directory, 'model.ckpt'))
+    return prefix, session.run(outputs)
+
+
 def write_reference(directory, images, variant, strides=(16,), decoder=True,
                     backbone_only=False):
   """Writes a DeepLab checkpoint from the tf-slim reference.
@@ -86,11 +99,7 @@ def write_reference(directory, images, variant, strides=(16,), decoder=True,
       tf.compat.v1.get_variable(f'{variant}/logits/weights', [1, 1, 2048, 3])
     for name, shape in _EXTRA.items():
       tf.compat.v1.get_variable(name, shape)
-    with tf.compat.v1.Session() as session:
-      randomize(session, np.random.default_rng(0))
-      prefix = tf.compat.v1.train.Saver().save(
-          session, os.path.join(directory, 'model.ckpt'))
-      return prefix, session.run(outputs)
+    return save_randomized(directory, outputs)
 
 
 def our_outputs(checkpoint, images, backbone=False):

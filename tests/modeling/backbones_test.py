@@ -128,6 +128,8 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(
       ('mobilenet_v3_large.gin', 'backbones.MobileNet.output_stride = 8', 8),
+      ('mobilenet_v3_small.gin', 'backbones.MobileNet.output_stride = 32',
+       32),
       ('spinenet_mobile_49.gin', 'build_model.level = 3', 8))
   def test_other_stated_output_strides(self, name, binding, stride):
     self._parse(name)

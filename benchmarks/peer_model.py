@@ -148,8 +148,11 @@ def model_config():
                         **signature_default(model_lib.build_model, 'head'))
   backbone_cls, kind, cfg_cls, base = _BACKBONES[backbone_sel]
   backbone = _module_config(cfg_cls, backbone_sel, backbone_cls)
-  # build_model puts ASPP and the head at the backbone's deepest level.
-  level = int(math.log2(backbone.output_stride or 32))
+  # build_model puts ASPP and the head at build_model.level, by default the
+  # backbone's deepest level.
+  level = (gin_config.binding('build_model.level', **signature_default(
+      model_lib.build_model, 'level'))
+           or int(math.log2(backbone.output_stride or 32)))
   aspp = _module_config(decoder_cfgs.ASPP, decoder_sel, decoders.ASPP,
                         level=level)
   head = _module_config(seg_cfgs.SegmentationHead, head_sel,

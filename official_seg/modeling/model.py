@@ -8,12 +8,16 @@ from official.vision.modeling import backbones
 from official.vision.modeling import heads
 from official.vision.modeling import segmentation_model
 
+from official_seg import validation
 from official_seg.modeling import aspp
 from official_seg.modeling import classifier as classifier_lib
 
-# The Model Garden's own classes, referenced directly from gin files. The
+# The Model Garden's own classes, referenced directly from gin files (every
+# one with dense features; gin/backbones/ has a file for each). The
 # defaults below are the registered versions, so bindings apply to them too.
-for _cls in (backbones.MobileNet, backbones.ResNet, backbones.DilatedResNet):
+for _cls in (backbones.MobileNet, backbones.ResNet, backbones.DilatedResNet,
+             backbones.EfficientNet, backbones.SpineNet,
+             backbones.SpineNetMobile, backbones.RevNet, backbones.MobileDet):
   gin.external_configurable(_cls, module='backbones')
 # decoders.ASPP: the Model Garden's ASPP without the atrous kernel taps that
 # can only read padding (aspp.ASPP; drop_padding_taps=False keeps them).
@@ -81,9 +85,26 @@ class SegmentationModel(segmentation_model.SegmentationModel):
             'backbone_features': backbone_features}
 
 
-def feature_level(backbone):
-  """The deepest level the backbone outputs (log2 of its output stride)."""
-  return max(int(level) for level in backbone.output_specs)
+def feature_level(backbone, level=None):
+  """The level the decoder reads: `level`, or the backbone's deepest.
+
+  Args:
+    backbone: a Model Garden backbone.
+    level: None, or int: one of the backbone's levels.
+
+  Returns:
+    int, log2 of the features' stride.
+
+  Raises:
+    validation.ConfigurationError: the backbone has no such level.
+  """
+  levels = sorted(int(key) for key in backbone.output_specs)
+  if level is None:
+    return levels[-1]
+  if level not in levels:
+    raise validation.ConfigurationError(
+        f'build_model.level = {level}: the backbone outputs levels {levels}.')
+  return level
 
 
 def _construct_backbone(backbone, regularizer):
@@ -117,11 +138,13 @@ def build_model(num_classes,
                 decoder=ASPP,
                 head=SegmentationHead,
                 weight_decay=4e-5,
+                level=None,
                 cam_attention_dim=None):
   """Builds a `SegmentationModel`.
 
-  The decoder and head are constructed here, at the backbone's deepest level,
-  so the level can never disagree with the backbone's output stride.
+  The decoder and head are constructed here, at the backbone's deepest level
+  (or `level`), so the level can never disagree with the backbone's output
+  stride.
 
   Args:
     num_classes: int, number of classes including background (the
@@ -141,12 +164,15 @@ def build_model(num_classes,
 
   Returns:
     A `SegmentationModel` whose call returns {'logits': [B, h, w, C]}.
+
+  Raises:
+    validation.ConfigurationError: `level` is not one of the backbone's.
   """
   # Keras L2(l2) adds l2 * sum(w**2); halving keeps DeepLab's values valid.
   regularizer = (tf.keras.regularizers.L2(weight_decay / 2.0)
                  if weight_decay else None)
   backbone_net = _construct_backbone(backbone, regularizer)
-  level = feature_level(backbone_net)
+  level = feature_level(backbone_net, level)
   decoder_net = (decoder(level=level, kernel_regularizer=regularizer)
                  if decoder else None)
   head_net = head(num_classes=num_classes, level=level,

@@ -135,6 +135,11 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
     self.assertEqual((aspp.level, aspp.dilation_rates, model.head.level),
                      (4, [6, 12, 18], 4))
 
+  def test_build_model_level_maps(self):
+    _parse(self.data_dir, extra=['build_model.level = 2'])
+    model = peer_config_lib.peer_config().task.model
+    self.assertEqual((model.decoder.aspp.level, model.head.level), (2, 2))
+
   def test_linear_warmup_maps(self):
     _parse(self.data_dir, ['schedules/poly_warmup.gin'],
            ['WARMUP_STEPS = 2', 'WARMUP_LEARNING_RATE = 0.01'])

@@ -8,6 +8,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.modeling import model as model_lib
 
 _MOBILENET = ['build_model.backbone = @backbones.MobileNet',
@@ -71,6 +72,22 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
       logits = model(tf.zeros([1, 33, 33, 3]), training=False)['logits']
     size = -(-33 // output_stride)
     self.assertEqual(logits.shape.as_list(), [1, size, size, 3])
+
+  def test_level_reads_a_shallower_level(self):
+    gin.parse_config(_MOBILENET + _SMALL + [
+        'backbones.MobileNet.output_stride = 16', 'build_model.level = 3'])
+    model = model_lib.build_model(num_classes=2)
+    logits = model(tf.zeros([1, 65, 65, 3]), training=False)['logits']
+    # Level 3 is stride 8 while the backbone runs on to stride 16.
+    self.assertEqual(logits.shape, (1, -(-65 // 8), -(-65 // 8), 2))
+    self.assertEqual(model.decoder.get_config()['level'], 3)
+
+  def test_level_the_backbone_lacks_names_its_levels(self):
+    gin.parse_config(_MOBILENET + _SMALL + [
+        'backbones.MobileNet.output_stride = 16', 'build_model.level = 5'])
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                r'build_model.level = 5: .*\[2, 3, 4\]'):
+      model_lib.build_model(num_classes=2)
 
   def test_no_decoder_feeds_the_head_directly(self):
     gin.parse_config(_MOBILENET + ['build_model.decoder = None'])

@@ -65,6 +65,8 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
     # or binds a value of the wrong form.
     config_checks.check_configuration(_files_for(name), _macros_for(name))
     task = dataset_info.DatasetInfo()
+    if name.startswith('backbones/'):
+      return  # tests/modeling/backbones_test.py builds and trains them.
     options = model_fn_lib.ModelFnOptions()
     if options.semi_supervised:
       stream = estimator_lib.unlabeled_stream(task, 8)

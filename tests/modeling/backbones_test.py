@@ -1,0 +1,147 @@
+"""Every gin/backbones file builds its model at a tiny size and trains.
+
+Each file is layered on the quickstart experiment, as users layer them, so
+the DeepLabV3+ head reads the backbone's low-level features too.
+"""
+
+import glob
+import math
+import os
+import re
+
+from absl.testing import parameterized
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.modeling import model as model_lib
+from official_seg.runtime import gin_config
+
+_FILES = sorted(os.path.basename(p) for p in
+                glob.glob(os.path.join(gin_config.gin_dir(), 'backbones',
+                                       '*.gin')))
+# Thin widths per backbone class, so that every file builds and trains in
+# seconds; classes without a width setting are built as the file says.
+_THIN = {
+    'MobileNet': ['backbones.MobileNet.filter_size_scale = 0.25'],
+    'MobileDet': ['backbones.MobileDet.filter_size_scale = 0.25'],
+    'SpineNet': ['backbones.SpineNet.filter_size_scale = 0.25',
+                 'backbones.SpineNet.endpoints_num_filters = 8'],
+    'SpineNetMobile': ['backbones.SpineNetMobile.filter_size_scale = 0.25',
+                       'backbones.SpineNetMobile.endpoints_num_filters = 8'],
+    'Xception': ['backbones.Xception.filter_scale = 0.25',
+                 'decoders.DeepLabASPP.num_filters = 8',
+                 'heads.DeepLabHead.num_filters = 8',
+                 'heads.DeepLabHead.low_level_num_filters = 8'],
+}
+_SMALL = ['decoders.ASPP.num_filters = 8',
+          'heads.SegmentationHead.num_filters = 8',
+          'heads.SegmentationHead.low_level_num_filters = 8',
+          # Without weight decay, a stem that changes proves the loss's
+          # gradient reached it through the whole backbone.
+          'build_model.weight_decay = 0.0']
+_NUM_CLASSES = 3
+_BATCH = 2
+
+
+def _stated_output_stride(name):
+  """The output stride the file's opening comment states."""
+  with open(os.path.join(gin_config.gin_dir(), 'backbones', name)) as f:
+    # The phrase may wrap onto the next comment line.
+    return int(re.search(r'output\s+(?:#\s*)?stride\s+(?:#\s*)?(\d+)',
+                         f.read(), re.IGNORECASE).group(1))
+
+
+def _crop_size(name):
+  # SpineNet merges levels 3-7 by resampling, RevNet adds pooled and
+  # strided paths: sizes multiples of their coarsest stride.
+  if 'spinenet' in name:
+    return 128
+  return 32 if 'revnet' in name else 33
+
+
+def _logits_level(head):
+  """The level of the head's logits: its low level when it fuses one."""
+  config = head.get_config()
+  fuses = config.get('feature_fusion', 'deeplabv3plus') == 'deeplabv3plus'
+  low_level = config.get('low_level')
+  return low_level if fuses and low_level is not None else config['level']
+
+
+class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_found_the_shipped_files(self):
+    self.assertContainsSubset(
+        ['mobilenet_v2.gin', 'mobilenet_v3_large.gin', 'efficientnet_b0.gin',
+         'spinenet_mobile_49.gin'], _FILES)
+
+  def _parse(self, name):
+    gin_config.parse(['experiments/quickstart.gin', f'backbones/{name}'],
+                     _SMALL, finalize=False)
+    backbone = gin.query_parameter('build_model.backbone').selector
+    gin.parse_config(_THIN.get(backbone.split('.')[-1], []))
+
+  @parameterized.parameters(*_FILES)
+  def test_builds_and_trains_two_steps(self, name):
+    self._parse(name)
+    size = _crop_size(name)
+    model = model_lib.build_model(num_classes=_NUM_CLASSES)
+    images = tf.random.stateless_uniform([_BATCH, size, size, 3], [1, 2])
+    optimizer = tf.keras.optimizers.SGD(0.1)
+
+    def step():  # Eager: tracing a graph costs more than two eager steps.
+      with tf.GradientTape() as tape:
+        outputs = model(images, training=True, with_features=True)
+        labels = tf.random.stateless_uniform(
+            tf.shape(outputs['logits'])[:3], [3, 4], maxval=_NUM_CLASSES,
+            dtype=tf.int32)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels, outputs['logits']))
+      variables = model.trainable_variables
+      optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+      return loss, outputs
+
+    stem = model.backbone.trainable_variables[0]
+    stem_before = stem.numpy()
+    loss, _ = step()
+    # The head is built by the first step: its weights exist from there.
+    last = model.head.trainable_variables[-1]
+    last_after_one = last.numpy()
+    losses = [loss.numpy()]
+    loss, outputs = step()
+    losses.append(loss.numpy())
+    self.assertTrue(np.all(np.isfinite(losses)), losses)
+    self.assertGreater(np.max(np.abs(stem.numpy() - stem_before)), 0.0)
+    self.assertGreater(np.max(np.abs(last.numpy() - last_after_one)), 0.0)
+    # A stride-s network with 'SAME' padding maps n pixels to ceil(n / s).
+    stride = _stated_output_stride(name)
+    level = str(model.head.get_config()['level'])
+    features = outputs['backbone_features'][level]
+    self.assertEqual(features.shape[1:3], (math.ceil(size / stride),) * 2)
+    logits_stride = 2 ** _logits_level(model.head)
+    self.assertEqual(outputs['logits'].shape, (_BATCH,) + (
+        math.ceil(size / logits_stride),) * 2 + (_NUM_CLASSES,))
+
+  @parameterized.parameters(
+      ('mobilenet_v3_large.gin', 'backbones.MobileNet.output_stride = 8', 8),
+      ('mobilenet_v3_small.gin', 'backbones.MobileNet.output_stride = 32',
+       32),
+      ('spinenet_mobile_49.gin', 'build_model.level = 3', 8))
+  def test_other_stated_output_strides(self, name, binding, stride):
+    self._parse(name)
+    gin.parse_config([binding])
+    size = _crop_size(name)
+    model = model_lib.build_model(num_classes=_NUM_CLASSES)
+    outputs = model(tf.zeros([1, size, size, 3]), training=False,
+                    with_features=True)
+    level = str(model.head.get_config()['level'])
+    self.assertEqual(outputs['backbone_features'][level].shape[1:3],
+                     (math.ceil(size / stride),) * 2)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -14,6 +14,7 @@ from official.vision.modeling import decoders
 # default graph (see _build_template).
 from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
+from official_seg import validation
 from official_seg.modeling import model as model_lib
 
 # The custom objects Model Garden's factory quantizes under.
@@ -63,7 +64,7 @@ def _model_optimization():
   return tfmot, common, factory
 
 
-class QuantizationError(ValueError):
+class QuantizationError(validation.ConfigurationError):
   """The model cannot be quantized; the message names the gin binding."""
 
 
@@ -185,7 +186,10 @@ def _quantized(float_model, input_size):
   try:
     quantized = factory.build_qat_segmentation_model(
         float_model, common.Quantization(), spec)
-  except (ValueError, KeyError, TypeError, NotImplementedError) as error:
+  # tensorflow-model-optimization raises RuntimeError for a layer it has no
+  # quantized form of (MobileNetV1's depthwise separable blocks).
+  except (ValueError, KeyError, TypeError, NotImplementedError,
+          RuntimeError) as error:
     raise QuantizationError(
         "Model Garden's QAT factory cannot quantize the model of "
         f'build_model.backbone/decoder/head: {type(error).__name__}: '

@@ -47,13 +47,19 @@ def _session_copy(config):
   return session
 
 
-def _with_threads(config, inter_op_threads, intra_op_threads):
-  """`config` with thread counts, if any is set, over its own session config."""
-  if not (inter_op_threads or intra_op_threads):
+def _with_session_options(config, inter_op_threads, intra_op_threads,
+                          graph_rewrites):
+  """`config` with thread counts and grappler's switch over its session config.
+
+  Unchanged when every option has its default.
+  """
+  if not (inter_op_threads or intra_op_threads) and graph_rewrites:
     return config
   session = _session_copy(config)
   session.inter_op_parallelism_threads = inter_op_threads
   session.intra_op_parallelism_threads = intra_op_threads
+  session.graph_options.rewrite_options.disable_meta_optimizer = (
+      not graph_rewrites)
   return config.replace(session_config=session)
 
 
@@ -112,7 +118,8 @@ def build_run_config(model_dir,
                      inter_op_threads=0,
                      intra_op_threads=0,
                      use_tpu_estimator=False,
-                     save_graph_def=True):
+                     save_graph_def=True,
+                     graph_rewrites=True):
   """Builds the RunConfig: TPU's for TPUEstimator, Estimator's otherwise.
 
   The cluster (chief, workers, parameter servers, evaluator) comes from the
@@ -150,6 +157,10 @@ def build_run_config(model_dir,
       checkpoint. Off saves their cost at each start and save, which grows
       with the graph (quantization-aware ones most); the summary writer
       still records the graph for TensorBoard.
+    graph_rewrites: bool; False turns off grappler, TensorFlow's graph
+      optimizer, in every session the estimator opens (training, evaluation,
+      export). Sessions then start sooner, which matters only for tiny
+      models and few steps (the tests' own); steps may run slower.
 
   Returns:
     A `tf.estimator.RunConfig`, or with `use_tpu_estimator` a
@@ -179,12 +190,14 @@ def build_run_config(model_dir,
       raise validation.ConfigurationError(
           '--tpu names a TPU, but USE_TPU_ESTIMATOR is False; '
           'add --gin_file=gin/platforms/tpu.gin.')
-    return _with_threads(_with_strategy_cpus(tf.estimator.RunConfig(**common)),
-                         inter_op_threads, intra_op_threads)
+    return _with_session_options(
+        _with_strategy_cpus(tf.estimator.RunConfig(**common)),
+        inter_op_threads, intra_op_threads, graph_rewrites)
   resolver = tpu_estimator.cluster_resolver(tpu_address)
   config = tpu.RunConfig(
       cluster=resolver, **common,
       tpu_config=tpu_estimator.tpu_config(
           iterations_per_loop, num_shards, per_host_input_for_training,
           on_tpu=resolver is not None))
-  return _with_threads(config, inter_op_threads, intra_op_threads)
+  return _with_session_options(config, inter_op_threads, intra_op_threads,
+                               graph_rewrites)

@@ -50,7 +50,7 @@ class PeerConfigTest(parameterized.TestCase, tf.test.TestCase):
     self.data_dir = self.create_tempdir().full_path
 
   def test_quickstart_maps_model(self):
-    _parse(self.data_dir)
+    _parse(self.data_dir, extra=testing_utils.MOBILENET_V2)
     model = peer_config_lib.peer_config().task.model
     self.assertEqual(model.num_classes, NUM_CLASSES)
     self.assertEqual(model.backbone.as_dict(), {

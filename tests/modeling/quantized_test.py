@@ -34,7 +34,9 @@ from tests import testing_utils
 # checkpoint the QAT step writes; the step runs in training mode (as with
 # FINE_TUNE_BATCH_NORM = True), which updates the batch-norm statistics and
 # the quantizers' ranges.
-_SIZE = ['CROP_SIZE = [33, 33]', 'EVAL_CROP_SIZE = [41, 41]']
+# Model Garden's QAT blocks quantize MobileNetV2, not tiny_bindings' V1.
+_SIZE = ['CROP_SIZE = [33, 33]', 'EVAL_CROP_SIZE = [41, 41]',
+         *testing_utils.MOBILENET_V2]
 _DECAY = 0.9999
 _QAT = ['BASE_LEARNING_RATE = 0.0',
         f'ModelFnOptions.moving_average_decay = {_DECAY}',
@@ -388,7 +390,10 @@ class QuantizationErrorsTest(tf.test.TestCase):
           'backbones.ResNet.model_id = 10'], r'build_model.backbone builds a '
          r'ResNet; .*@backbones.MobileNet'),
         (['decoders.ASPP.output_tensor = False'],
-         r'decoders.ASPP.output_tensor = True')):
+         r'decoders.ASPP.output_tensor = True'),
+        (["backbones.MobileNet.model_id = 'MobileNetV1'"],
+         r"QAT factory cannot quantize the model of build_model.backbone"
+         r".*RuntimeError: Layer depthwise_separable_conv_block")):
       _parse('/nonexistent', ['deployment/qat.gin'], extra)
       with self.assertRaisesRegex(quantized.QuantizationError, expected):
         quantized.template(4, (33, 33))

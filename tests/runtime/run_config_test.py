@@ -39,10 +39,21 @@ class RunConfigTest(tf.test.TestCase):
     self.assertEqual(config.session_config.inter_op_parallelism_threads, 1)
     self.assertEqual(config.session_config.intra_op_parallelism_threads, 0)
     self.assertTrue(config.session_config.allow_soft_placement)
-    testing_utils.parse_tiny_quickstart(data_dir)
+    testing_utils.parse_tiny_quickstart(
+        data_dir, extra=['build_run_config.graph_rewrites = True'])
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    # No thread counts: the Estimator's own default session config.
+    # No session option set: the Estimator's own default session config.
     self.assertIsNone(config.session_config)
+
+  def test_graph_rewrites_off_keeps_estimators_session_defaults(self):
+    testing_utils.parse_tiny_quickstart(
+        self.create_tempdir().full_path,
+        extra=['build_run_config.graph_rewrites = False'])
+    session = run_config_lib.build_run_config(
+        self.create_tempdir().full_path).session_config
+    self.assertTrue(session.graph_options.rewrite_options.disable_meta_optimizer)
+    self.assertEqual(session.inter_op_parallelism_threads, 0)
+    self.assertTrue(session.allow_soft_placement)
 
   def _train_trivial(self, bindings, steps=4):
     """Trains a one-variable Estimator `steps` steps; returns its model dir."""
@@ -120,7 +131,8 @@ class RunConfigTest(tf.test.TestCase):
     self.assertTrue(session.allow_soft_placement)
     # A strategy on CPU:0 alone (or on GPUs) leaves Estimator's default.
     testing_utils.parse_tiny_platform(data_dir, 'multi_gpu.gin', extra=[
-        "tf.distribute.MirroredStrategy.devices = ['/cpu:0']"])
+        "tf.distribute.MirroredStrategy.devices = ['/cpu:0']",
+        'build_run_config.graph_rewrites = True'])
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     self.assertIsNone(config.session_config)
 

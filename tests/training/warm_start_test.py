@@ -22,6 +22,8 @@ from tests import testing_utils
 
 FIVE_CLASSES = ['NUM_CLASSES = 5', "CLASS_NAMES = ['a', 'b', 'c', 'd', 'e']"]
 THREE_CLASSES = ['NUM_CLASSES = 3', "CLASS_NAMES = ['a', 'b', 'c']"]
+# The object-based checkpoints below are of the Model Garden's MobileNetV2.
+_V2 = list(testing_utils.MOBILENET_V2)
 HEAD = 'segmentation_head/'
 LOGITS = 'segmentation_model/segmentation_head/segmentation_output/'
 
@@ -93,7 +95,8 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     cls.data_dir = os.path.join(cls.root, 'data')
     testing_utils.write_tiny_dataset(cls.data_dir, num_train=4, num_val=1)
     cls.source_dir = os.path.join(cls.root, 'source')
-    testing_utils.parse_tiny_quickstart(cls.data_dir, extra=FIVE_CLASSES)
+    testing_utils.parse_tiny_quickstart(
+        cls.data_dir, extra=FIVE_CLASSES + _V2)
     estimator, train_fn, _ = estimator_lib.build_estimator(
         run_config_lib.build_run_config(cls.source_dir))[:3]
     estimator.train(train_fn, max_steps=2)
@@ -111,7 +114,8 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     gin.clear_config()
 
   def _train(self, model_dir, extra, max_steps, data_dir=None):
-    testing_utils.parse_tiny_quickstart(data_dir or self.data_dir, extra=extra)
+    testing_utils.parse_tiny_quickstart(data_dir or self.data_dir,
+                                        extra=list(extra) + _V2)
     estimator, train_fn, _ = estimator_lib.build_estimator(
         run_config_lib.build_run_config(model_dir))[:3]
     hook = _InitialValues()
@@ -160,7 +164,7 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(('backbone', ['backbone']), ('all', ['all']))
   def test_object_based_checkpoint_restores_modules_exactly(self, modules):
-    testing_utils.parse_tiny_quickstart(self.data_dir)
+    testing_utils.parse_tiny_quickstart(self.data_dir, extra=_V2)
     model_dir = self.create_tempdir().full_path
     with tf.Graph().as_default():
       model = model_lib.build_model(num_classes=4)
@@ -199,7 +203,7 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     """Builds the 3-class model; returns warm_start's scaffold_fn."""
     testing_utils.parse_tiny_quickstart(
         self.data_dir, extra=THREE_CLASSES + [
-            f"INIT_CHECKPOINT = '{self.source_ckpt}'"] + extra)
+            f"INIT_CHECKPOINT = '{self.source_ckpt}'"] + extra + _V2)
     model = model_lib.build_model(num_classes=3)
     model(tf.zeros([1, 33, 33, 3]), training=False)
     return warm_start.warm_start(model, model_dir)
@@ -246,7 +250,7 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         tf.compat.v1.train.Saver().save(session, prefix)
-    testing_utils.parse_tiny_quickstart(self.data_dir)
+    testing_utils.parse_tiny_quickstart(self.data_dir, extra=_V2)
     with tf.Graph().as_default():
       model = model_lib.build_model(num_classes=4)
       model(tf.zeros([1, 33, 33, 3]), training=False)

@@ -21,19 +21,25 @@ def pytest_configure(config):
 # comes from the `--durations=30` list that every run prints.
 SLOWEST_FIRST = (
     'tests/modeling/quantized_test.py',
+    'tests/runtime/gin_config_test.py',
+    'tests/tools/import_deeplab_checkpoint_test.py',
     'tests/tools/launch_local_cluster_test.py',
     'tests/runtime/object_store_test.py',
-    'tests/tools/import_deeplab_checkpoint_test.py',
     'tests/reliability_test.py',
-    'tests/train_and_eval_test.py',
-    'tests/tensorboard_test.py',
-    'tests/runtime/preemption_test.py',
-    'tests/export/saved_model_test.py',
+    'tests/modeling/backbones_test.py',
+    'tests/modeling/model_test.py',
     'tests/modeling/xception_test.py',
-    'tests/modeling/resnet_beta_test.py',
-    'tests/benchmarks/semi_supervised_test.py',
-    'tests/runtime/tpu_estimator_test.py',
     'tests/runtime/model_fn_test.py',
+    'tests/runtime/experiment_test.py',
+    'tests/train_and_eval_test.py',
+    'tests/training/warm_start_test.py',
+    'tests/runtime/preemption_test.py',
+    'tests/training/semi_supervised_test.py',
+    'tests/runtime/estimator_test.py',
+    'tests/modeling/deeplab_mobilenet_v3_test.py',
+    'tests/export/saved_model_test.py',
+    'tests/benchmarks/semi_supervised_test.py',
+    'tests/modeling/resnet_beta_test.py',
 )
 
 

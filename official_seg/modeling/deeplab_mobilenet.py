@@ -142,32 +142,13 @@ class ExpandedConv(tf.keras.layers.Layer):
     return dict(super().get_config(), **self._config)
 
 
-def atrous_strides(strides, output_stride):
-  """slim's `mobilenet_base` after a stride-2 first layer: atrous once the
-  output stride is reached.
-
-  Args:
-    strides: ints, each block's stride.
-    output_stride: int.
-
-  Yields:
-    (stride, rate) of each block; a block's rate is the one before its own
-    stride is folded in.
-  """
-  current, rate = 2, 1
-  for stride in strides:
-    if current == output_stride:
-      yield 1, rate
-      rate *= stride
-    else:
-      yield stride, 1
-      current *= stride
-
-
 def _block_args(depth_multiplier, output_stride):
   """(scope, `ExpandedConv` args) of each block."""
   _, blocks = depths(depth_multiplier)
-  schedule = atrous_strides([stride for stride, _ in _BLOCKS], output_stride)
+  # slim's mobilenet_base: atrous once the output stride is reached, after
+  # the stride-2 first layer.
+  schedule = slim_layers.dense_units([stride for stride, _ in _BLOCKS],
+                                     output_stride, 2)
   for i, ((stride, rate), (inner, depth)) in enumerate(zip(schedule, blocks)):
     scope = 'expanded_conv' + (f'_{i}' if i else '')
     yield scope, dict(inner=inner, depth=depth, expand=i > 0, stride=stride,

@@ -69,8 +69,8 @@ def _block_args(model_id, depth_multiplier, output_stride):
   """(scope, `deeplab_mobilenet.ExpandedConv` args) of each block."""
   stem, blocks, _ = depths(model_id, depth_multiplier)
   specs = _BLOCKS[model_id]
-  schedule = deeplab_mobilenet.atrous_strides([spec[3] for spec in specs],
-                                              output_stride)
+  schedule = slim_layers.dense_units([spec[3] for spec in specs],
+                                     output_stride, 2)
   previous = stem
   for i, (spec, (stride, rate), (inner, depth)) in enumerate(
       zip(specs, schedule, blocks)):

@@ -77,10 +77,13 @@ class Template:
     sources: per quantized weight (in `model.weights` order), the index of
       the float model's weight the factory copied into it, or -1 for a
       weight quantization adds (ranges, step counters).
+    float_names: the float model's weight names in its training graph
+      (`float_variable_names`), which `sources` index.
   """
 
   config: dict
   sources: tuple
+  float_names: tuple = ()
 
 
 def check_quantizable(float_model):
@@ -221,7 +224,10 @@ def template(num_classes, input_size):
     key, built = pool.submit(_build_template, num_classes,
                              tuple(input_size)).result()
   if built is not None:
-    _TEMPLATES[key] = built
+    # Named here, in the caller's thread, once per model: each name costs a
+    # float model's build.
+    _TEMPLATES[key] = dataclasses.replace(
+        built, float_names=tuple(float_variable_names(num_classes)))
   return _TEMPLATES[key]
 
 
@@ -289,7 +295,7 @@ def build_quantized_model(num_classes, input_size):
   built = template(num_classes, input_size)
   model = from_template(built, input_size)
   quantized_names = [weight.name.split(':')[0] for weight in model.weights]
-  names = float_variable_names(num_classes)
+  names = built.float_names
   model.checkpoint_names = {
       name: names[source]
       for name, source in zip(quantized_names, built.sources) if source >= 0}

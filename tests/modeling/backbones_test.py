@@ -15,7 +15,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.modeling import model as model_lib
+from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from tests import testing_utils
 
 _FILES = sorted(os.path.basename(p) for p in
                 glob.glob(os.path.join(gin_config.gin_dir(), 'backbones',
@@ -42,6 +44,15 @@ _SMALL = ['decoders.ASPP.num_filters = 8',
           'build_model.weight_decay = 0.0']
 _NUM_CLASSES = 3
 _BATCH = 2
+# Files that train two steps through the runtime, as the binary trains: the
+# DeepLab backbones. The others train two eager steps: a runtime run costs
+# several times the eager steps (graph building, sessions, checkpoints), and
+# efficientnet_b0.gin does not train in the runtime's graph (an unfed Keras
+# input placeholder).
+_THROUGH_RUNTIME = ['deeplab_mobilenet_v2.gin', 'deeplab_mobilenet_v3_large.gin',
+                    'deeplab_mobilenet_v3_small.gin', 'resnet_v1_101_beta.gin',
+                    'resnet_v1_50_beta.gin', 'xception_65.gin']
+_EAGER = [name for name in _FILES if name not in _THROUGH_RUNTIME]
 
 
 def _stated_output_stride(name):
@@ -68,6 +79,23 @@ def _logits_level(head):
   return low_level if fuses and low_level is not None else config['level']
 
 
+def _file_bindings(name):
+  """The thin widths of the file's backbone class, and the file's own
+  MobileNet model_id, which tiny_bindings' MobileNetV1 would override."""
+  gin.clear_config()
+  gin_config.parse(['experiments/quickstart.gin', f'backbones/{name}'], [],
+                   finalize=False)
+  backbone = gin.query_parameter('build_model.backbone').selector
+  model_id = gin.query_parameter('backbones.MobileNet.model_id')
+  return _THIN.get(backbone.split('.')[-1], []) + [
+      f'backbones.MobileNet.model_id = {model_id!r}']
+
+
+def _changed(initial, final, name):
+  """Whether checkpoint variable `name` moved from `initial` to `final`."""
+  return np.max(np.abs(final.get_tensor(name) - initial.get_tensor(name))) > 0
+
+
 class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
@@ -78,6 +106,7 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertContainsSubset(
         ['mobilenet_v2.gin', 'mobilenet_v3_large.gin', 'efficientnet_b0.gin',
          'spinenet_mobile_49.gin'], _FILES)
+    self.assertContainsSubset(_THROUGH_RUNTIME, _FILES)
 
   def _parse(self, name):
     gin_config.parse(['experiments/quickstart.gin', f'backbones/{name}'],
@@ -85,7 +114,26 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
     backbone = gin.query_parameter('build_model.backbone').selector
     gin.parse_config(_THIN.get(backbone.split('.')[-1], []))
 
-  @parameterized.parameters(*_FILES)
+  def _assert_shapes(self, name, model, outputs, size, batch):
+    # A stride-s network with 'SAME' padding maps n pixels to ceil(n / s).
+    stride = _stated_output_stride(name)
+    level = str(model.head.get_config()['level'])
+    features = outputs['backbone_features'][level]
+    self.assertEqual(features.shape[1:3], (math.ceil(size / stride),) * 2)
+    logits_stride = 2 ** _logits_level(model.head)
+    self.assertEqual(outputs['logits'].shape, (batch,) + (
+        math.ceil(size / logits_stride),) * 2 + (_NUM_CLASSES,))
+
+  @parameterized.parameters(*_THROUGH_RUNTIME)
+  def test_builds_at_its_stated_output_stride(self, name):
+    self._parse(name)
+    size = _crop_size(name)
+    model = model_lib.build_model(num_classes=_NUM_CLASSES)
+    outputs = model(tf.zeros([1, size, size, 3]), training=False,
+                    with_features=True)
+    self._assert_shapes(name, model, outputs, size, 1)
+
+  @parameterized.parameters(*_EAGER)
   def test_builds_and_trains_two_steps(self, name):
     self._parse(name)
     size = _crop_size(name)
@@ -117,14 +165,7 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertTrue(np.all(np.isfinite(losses)), losses)
     self.assertGreater(np.max(np.abs(stem.numpy() - stem_before)), 0.0)
     self.assertGreater(np.max(np.abs(last.numpy() - last_after_one)), 0.0)
-    # A stride-s network with 'SAME' padding maps n pixels to ceil(n / s).
-    stride = _stated_output_stride(name)
-    level = str(model.head.get_config()['level'])
-    features = outputs['backbone_features'][level]
-    self.assertEqual(features.shape[1:3], (math.ceil(size / stride),) * 2)
-    logits_stride = 2 ** _logits_level(model.head)
-    self.assertEqual(outputs['logits'].shape, (_BATCH,) + (
-        math.ceil(size / logits_stride),) * 2 + (_NUM_CLASSES,))
+    self._assert_shapes(name, model, outputs, size, _BATCH)
 
   @parameterized.parameters(
       ('mobilenet_v3_large.gin', 'backbones.MobileNet.output_stride = 8', 8),
@@ -141,6 +182,57 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
     level = str(model.head.get_config()['level'])
     self.assertEqual(outputs['backbone_features'][level].shape[1:3],
                      (math.ceil(size / stride),) * 2)
+
+
+class BackboneTrainingTest(tf.test.TestCase, parameterized.TestCase):
+  """Two training steps of each _THROUGH_RUNTIME file, as the binary runs."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.data_dir = os.path.join(tf.compat.v1.test.get_temp_dir(), 'data')
+    testing_utils.write_tiny_dataset(cls.data_dir, num_train=2, num_val=1)
+
+  def _names(self, name):
+    """The backbone's first and the head's last trainable variable."""
+    with tf.Graph().as_default():
+      model = model_lib.build_model(num_classes=_NUM_CLASSES)
+      size = _crop_size(name)
+      model(tf.zeros([1, size, size, 3]), training=True)
+      return (model.backbone.trainable_variables[0].op.name,
+              model.head.trainable_variables[-1].op.name)
+
+  @parameterized.parameters(*_THROUGH_RUNTIME)
+  def test_trains_two_steps_through_the_runtime(self, name):
+    size = _crop_size(name)
+    extra = _SMALL + _file_bindings(name) + [f'CROP_SIZE = [{size}, {size}]']
+    gin.clear_config()
+    gin_config.parse(['experiments/quickstart.gin', f'backbones/{name}'],
+                     testing_utils.tiny_bindings(self.data_dir, 2, extra),
+                     finalize=False)
+    model_dir = self.create_tempdir().full_path
+    experiment.run('train', model_dir)
+    initial = tf.train.load_checkpoint(os.path.join(model_dir, 'model.ckpt-0'))
+    final = tf.train.load_checkpoint(model_dir)
+    self.assertEqual(final.get_tensor('global_step'), 2)
+    first, last = self._names(name)
+    self.assertTrue(_changed(initial, final, first), first)
+    self.assertTrue(_changed(initial, final, last), last)
+    losses = _loss_summaries(model_dir)
+    self.assertNotEmpty(losses)
+    self.assertTrue(np.all(np.isfinite(list(losses.values()))), losses)
+
+
+def _loss_summaries(model_dir):
+  """{(tag, step): value} of the scalar summaries whose tag names a loss."""
+  values = {}
+  for path in tf.io.gfile.glob(os.path.join(model_dir, '*.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if 'loss' in value.tag:
+          values[(value.tag, event.step)] = tf.make_ndarray(value.tensor) \
+              if value.HasField('tensor') else value.simple_value
+  return values
 
 
 if __name__ == '__main__':

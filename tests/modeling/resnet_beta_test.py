@@ -95,10 +95,11 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
     self.deeplab_dir = self.create_tempdir().full_path
     self.output_dir = self.create_tempdir().full_path
 
-  # Block4's unit rates (multi_grid) and both atrous output strides on the
-  # 50, DeepLab's defaults on the 101 (its 17 extra units are block3's).
+  # Block4's unit rates (multi_grid) on the 50, DeepLab's defaults on the
+  # 101 (its 17 extra units are block3's, atrous at output stride 8); both
+  # atrous output strides on each.
   @parameterized.parameters(('resnet_v1_50_beta', (1, 2, 4), (16, 8)),
-                            ('resnet_v1_101_beta', (1, 1, 1), (16,)))
+                            ('resnet_v1_101_beta', (1, 1, 1), (16, 8)))
   def test_imported_imagenet_backbone_gives_deeplabs_features(
       self, variant, multi_grid, strides):
     expected = write_reference(self.deeplab_dir, self.images, variant,

@@ -139,7 +139,8 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
     self.deeplab_dir = self.create_tempdir().full_path
     self.output_dir = self.create_tempdir().full_path
 
-  @parameterized.parameters(('xception_65', (16, 8)), ('xception_71', (16,)))
+  @parameterized.parameters(('xception_41', (16, 8)), ('xception_65', (16, 8)),
+                            ('xception_71', (16,)))
   def test_imported_logits_equal_deeplabs(self, variant, strides):
     _, expected = write_reference(self.deeplab_dir, self.images, variant,
                                   strides)

@@ -46,9 +46,7 @@ _NUM_CLASSES = 3
 _BATCH = 2
 # Files that train two steps through the runtime, as the binary trains: the
 # DeepLab backbones. The others train two eager steps: a runtime run costs
-# several times the eager steps (graph building, sessions, checkpoints), and
-# efficientnet_b0.gin does not train in the runtime's graph (an unfed Keras
-# input placeholder).
+# several times the eager steps (graph building, sessions, checkpoints).
 _THROUGH_RUNTIME = ['deeplab_mobilenet_v2.gin', 'deeplab_mobilenet_v3_large.gin',
                     'deeplab_mobilenet_v3_small.gin', 'resnet_v1_101_beta.gin',
                     'resnet_v1_50_beta.gin', 'xception_65.gin']
@@ -104,7 +102,7 @@ class BackboneFilesTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_found_the_shipped_files(self):
     self.assertContainsSubset(
-        ['mobilenet_v2.gin', 'mobilenet_v3_large.gin', 'efficientnet_b0.gin',
+        ['mobilenet_v2.gin', 'mobilenet_v3_large.gin', 'mobiledet_cpu.gin',
          'spinenet_mobile_49.gin'], _FILES)
     self.assertContainsSubset(_THROUGH_RUNTIME, _FILES)
 

@@ -214,6 +214,7 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   registered = _registered(scalars, model, features, labels, step.logits,
                            dataset, params)
   registered.pictures.update(step.pictures)
+  registered.host_checks = list(step.host_checks)
   host_call = summaries.host_call(model_dir, global_step, registered)
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
                           host_call=host_call,

@@ -12,6 +12,7 @@ from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
 from official_seg.modeling import losses
 from official_seg.training import pseudo_labels
+from official_seg.training import semi_warnings
 
 # Features of the unlabeled stream, as the semi-supervised input_fn names
 # them; its ground truth is under views.MONITOR, read by monitors only.
@@ -99,12 +100,15 @@ class SemiSupervisedOptions:
     labeler: a `pseudo_labels.PseudoLabeler`.
     cam_fusion: a `CamFusion`, or None to take pseudo labels from the
       decoder's prediction alone.
+    warnings: a `semi_warnings.SemiSupervisedWarnings`, or None for none.
   """
 
   unlabeled_weight: float = 1.0
   rampup_steps: int = 0
   labeler: Any = dataclasses.field(default_factory=pseudo_labels.PseudoLabeler)
   cam_fusion: Optional[CamFusion] = None
+  warnings: Any = dataclasses.field(
+      default_factory=semi_warnings.SemiSupervisedWarnings)
 
 
 @dataclasses.dataclass
@@ -118,6 +122,7 @@ class Step:
     update_ops: batch-norm updates of the passes `BATCH_NORM_PASSES` names.
     scalars: monitoring scalars, for `summaries.Registered`.
     pictures: monitoring pictures of the unlabeled batch.
+    host_checks: callables for `summaries.Registered.host_checks`.
   """
 
   logits: tf.Tensor
@@ -125,6 +130,7 @@ class Step:
   update_ops: List[Any]
   scalars: Dict[str, tf.Tensor]
   pictures: Dict[str, tf.Tensor]
+  host_checks: List[Any] = dataclasses.field(default_factory=list)
 
 
 def _resized(logits, like):
@@ -217,11 +223,16 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   return result, tf.stop_gradient(weak_refined)
 
 
-def _monitors(targets, strong_logits, kept, valid, features, dataset):
-  """Share kept and the accuracies of pseudo labels and strong predictions."""
+def _monitors(targets, strong_logits, kept, valid, features, labels,
+              dataset):
+  """Share kept, the pseudo labels' class-share distance to the labels, and
+  the accuracies of pseudo labels and strong predictions."""
   strong_label = features[MONITOR + 'unlabeled_strong_label'][..., 0]
   scalars = {'kept_share': tf.math.divide_no_nan(
       tf.reduce_sum(kept * valid), tf.reduce_sum(valid))}
+  scalars['class_share_distance'] = semi_warnings.share_distance(
+      tf.argmax(targets, axis=-1, output_type=tf.int32), kept * valid,
+      labels, dataset.num_classes, dataset.ignore_label)
   for name, values in (('pseudo', targets), ('strong', strong_logits)):
     predictions = tf.argmax(values, axis=-1, output_type=tf.int32)
     pixel, balanced = pseudo_labels.accuracies(
@@ -312,9 +323,11 @@ def build_step(model, features, labels, training, dataset, options,
   consistency = pseudo_labels.consistency_loss(strong_logits, targets, kept,
                                                valid)
   step_losses['consistency'] = weight * consistency
-  scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
+  scalars = _monitors(targets, strong_logits, kept, valid, features, labels,
+                      dataset)
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
   return Step(logits=logits, losses=step_losses,
               update_ops=batch_norm_updates(pass_updates),
               scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},
-              pictures=_pictures(features, targets, dataset))
+              pictures=_pictures(features, targets, dataset),
+              host_checks=[options.warnings] if options.warnings else [])

@@ -1,7 +1,7 @@
 """Training summaries, registered explicitly and written through one host_call."""
 
 import dataclasses
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import gin
 import tensorflow as tf
@@ -27,12 +27,17 @@ class Registered:
       whole strategy's (only its first replica runs the host_call); gives
       'examples_per_second'.
     variables: the trainable variables, for the optional histograms.
+    host_checks: callables run on the host every step with (dict of scalar
+      name to value, step, whether this step writes its scalars), under
+      the summary writer; each returns an op (e.g.
+      `semi_warnings.SemiSupervisedWarnings`).
   """
 
   scalars: Dict[str, tf.Tensor]
   pictures: Dict[str, tf.Tensor] = dataclasses.field(default_factory=dict)
   examples: Optional[tf.Tensor] = None
   variables: Sequence[tf.Variable] = ()
+  host_checks: Sequence[Any] = ()
 
 
 def learning_rates(learning_rate, variables):
@@ -165,6 +170,7 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
     writer = tf.summary.create_file_writer(model_dir, max_queue=every_n_steps)
     with writer.as_default():
       _write_every_n(values, step, every_n_steps)
+      checks = _run_checks(registered.host_checks, values, step, every_n_steps)
       if image_summary_steps:
         with tf.summary.record_if(tf.equal(step % image_summary_steps, 0)):
           for name, value in values.items():
@@ -172,9 +178,17 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
               count = (value.shape[0] or 3) // _shards(values)
               tf.summary.image(name[len('picture:'):], value[:count],
                                step=step, max_outputs=count)
-      return tf.compat.v1.summary.all_v2_summary_ops()
+      return tf.compat.v1.summary.all_v2_summary_ops() + checks
 
   return host_fn, [tensors[name] for name in names]
+
+
+def _run_checks(checks, values, step, every_n_steps):
+  """The ops of `Registered.host_checks` on shard 0's scalars."""
+  scalars = {name[len('scalar:'):]: value[0]
+             for name, value in values.items() if name.startswith('scalar:')}
+  record = tf.equal(step % every_n_steps, 0)
+  return [check(scalars, step, record) for check in checks]
 
 
 def _shards(values):

@@ -102,7 +102,9 @@ class SemiSupervisedEstimatorTest(testing_utils.TinyDataTestCase):
     for tag in ('semi/consistency_loss', 'semi/kept_share',
                 'semi/pseudo_accuracy', 'semi/strong_balanced_accuracy',
                 'loss/classifier', 'loss/refinement',
-                'pictures/unlabeled_pseudo_label'):
+                'pictures/unlabeled_pseudo_label',
+                'semi/class_share_distance', 'semi/labeled_loss_rise',
+                'semi/class_share_distance_average'):
       self.assertIn(tag, tags)
 
   def test_unlabeled_batch_the_replicas_cannot_split_fails_at_build(self):

@@ -45,7 +45,8 @@ class TpuPlatformTest(testing_utils.TinyDataTestCase):
     self.assertBetween(result['mean_iou'], 0.0, 1.0)
     tags = testing_utils.scalar_tags(model_dir)
     self.assertContainsSubset({'semi/consistency_loss', 'semi/kept_share',
-                               'loss/consistency'}, tags)
+                               'loss/consistency', 'semi/labeled_loss_rise',
+                               'semi/class_share_distance_average'}, tags)
 
   def test_bad_input_pipeline_name_names_the_binding(self):
     with self.assertRaisesRegex(ValueError, 'per_host_input_for_training'):

@@ -1,0 +1,173 @@
+"""Warnings of semi-supervised training: a rising labeled loss, pseudo labels unlike the labels."""
+
+import dataclasses
+
+from absl import logging
+import gin
+import tensorflow as tf
+
+# The step's scalars the warnings read (semi_supervised.build_step,
+# model_fn's 'loss/...' scalars).
+LABELED_LOSS = 'loss/segmentation'
+SHARE_DISTANCE = 'semi/class_share_distance'
+UNLABELED_WEIGHT = 'semi/unlabeled_weight'
+# What the warnings write to TensorBoard.
+LOSS_RISE = 'semi/labeled_loss_rise'
+SHARE_DISTANCE_AVERAGE = 'semi/class_share_distance_average'
+WARNINGS_TAG = 'semi/warnings'
+
+
+def class_shares(classes, weights, num_classes):
+  """Each class's share of the weighted pixels.
+
+  Args:
+    classes: int32 [...], class ids in [0, num_classes).
+    weights: float32 [...] of the same shape.
+    num_classes: int.
+
+  Returns:
+    float32 [num_classes] summing to 1; zeros when the weights sum to 0.
+  """
+  totals = tf.math.unsorted_segment_sum(
+      tf.reshape(tf.cast(weights, tf.float32), [-1]),
+      tf.reshape(classes, [-1]), num_classes)
+  return tf.math.divide_no_nan(totals, tf.reduce_sum(totals))
+
+
+def share_distance(pseudo_classes, kept, labels, num_classes, ignore_label):
+  """Total variation between the pseudo labels' and the labels' class shares.
+
+  Half the summed absolute difference of the two share vectors: 0 when the
+  kept pseudo labels name the classes in the labeled batch's proportions, 1
+  when they name none of its classes.
+
+  Args:
+    pseudo_classes: int32 [B_u, H, W], the pseudo labels' classes.
+    kept: float32 [B_u, H, W], 1 on kept (and valid) pixels.
+    labels: int [B, H', W', 1], the labeled batch's.
+    num_classes: int.
+    ignore_label: int.
+
+  Returns:
+    float32 scalar in [0, 1]; 0 when no pixel is kept or labelled.
+  """
+  labels = tf.cast(labels, tf.int32)
+  labelled = tf.not_equal(labels, ignore_label)
+  label_shares = class_shares(tf.where(labelled, labels, 0), labelled,
+                              num_classes)
+  pseudo_shares = class_shares(pseudo_classes, kept, num_classes)
+  distance = 0.5 * tf.reduce_sum(tf.abs(pseudo_shares - label_shares))
+  both = tf.logical_and(tf.reduce_sum(kept) > 0, tf.reduce_any(labelled))
+  return tf.where(both, distance, 0.0)
+
+
+def _state(name, value):
+  """A host-side local variable (not saved; every session starts afresh)."""
+  return tf.compat.v1.Variable(
+      value, trainable=False, name=name,
+      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class SemiSupervisedWarnings:
+  """Says in the log and TensorBoard when the unlabeled stream hurts.
+
+  Run on the host with the step's scalars (`summaries.host_call`), every
+  step. Two moving averages (decay `decay` a step): of the labeled loss, and
+  of the class-share distance between the kept pseudo labels and the
+  labeled batch (`share_distance`). After `warmup_steps`, a warning is
+  logged, and written as text under 'semi/warnings', every `every_n_steps`
+  while (a) the labeled loss's average is more than `max_loss_rise` above
+  its lowest since the warm-up and the unlabeled weight is not 0: the
+  unlabeled stream is pulling the labeled loss up; or (b) the distance's
+  average exceeds `max_share_distance`: the pseudo labels disagree with the
+  labeled data (e.g. they collapsed to the background).
+
+  Attributes:
+    decay: float in [0, 1), the moving averages' decay a step.
+    warmup_steps: int, steps before any warning and before the lowest loss
+      is tracked (the loss falls fast at first).
+    max_loss_rise: float, relative rise of the loss's average over its
+      lowest.
+    max_share_distance: float in [0, 1].
+    every_n_steps: int, at most one warning of each kind this often.
+  """
+
+  decay: float = 0.98
+  warmup_steps: int = 200
+  max_loss_rise: float = 0.5
+  max_share_distance: float = 0.3
+  every_n_steps: int = 100
+
+  def __call__(self, scalars, step, record):
+    """The host ops: averages, their scalars and the warnings.
+
+    Args:
+      scalars: dict of summary name to float32 scalar; reads
+        `LABELED_LOSS`, `SHARE_DISTANCE` and `UNLABELED_WEIGHT`.
+      step: int64 scalar, the global step.
+      record: bool scalar, whether this step writes its scalars.
+
+    Returns:
+      An op to run with the host_call's summaries.
+    """
+    loss = self._average('semi_labeled_loss', scalars[LABELED_LOSS])
+    distance = self._average('semi_share_distance', scalars[SHARE_DISTANCE])
+    warm = tf.greater_equal(step, self.warmup_steps)
+    lowest = _state('semi_labeled_loss_lowest', float('inf'))
+    lowest_now = tf.where(warm, tf.minimum(lowest, loss), lowest)
+    rise = tf.where(warm, tf.math.divide_no_nan(loss, lowest_now) - 1.0, 0.0)
+    with tf.control_dependencies([lowest.assign(lowest_now)]):
+      rise = tf.identity(rise)
+    with tf.summary.record_if(record):
+      tf.summary.scalar(LOSS_RISE, rise, step=step)
+      tf.summary.scalar(SHARE_DISTANCE_AVERAGE, distance, step=step)
+    due = tf.logical_and(warm, tf.equal(step % self.every_n_steps, 0))
+    pulling = tf.logical_and(rise > self.max_loss_rise,
+                             scalars[UNLABELED_WEIGHT] > 0)
+    return tf.group(
+        _warn(tf.logical_and(due, pulling), step, _loss_message(rise)),
+        _warn(tf.logical_and(due, distance > self.max_share_distance), step,
+              _share_message(distance)))
+
+  def _average(self, name, value):
+    """The moving average of `value` after this step (its first value first)."""
+    average = _state(name + '_average', 0.0)
+    seen = _state(name + '_seen', False)
+    updated = tf.where(seen, self.decay * average + (1 - self.decay) * value,
+                       value)
+    with tf.control_dependencies([average.assign(updated),
+                                  seen.assign(True)]):
+      return tf.identity(updated)
+
+
+def _percent(value):
+  return tf.strings.as_string(100.0 * value, precision=0)
+
+
+def _loss_message(rise):
+  return tf.strings.join([
+      'Semi-supervised training: the labeled loss\'s moving average is ',
+      _percent(rise), '% above its lowest; the unlabeled stream is pulling '
+      'it up. Lower SemiSupervisedOptions.unlabeled_weight, raise '
+      'PseudoLabeler.threshold or set SemiSupervisedOptions.rampup_steps '
+      '(docs/semi_supervised.md, "When it hurts").'])
+
+
+def _share_message(distance):
+  return tf.strings.join([
+      'Semi-supervised training: the pseudo labels\' class shares differ '
+      'from the labeled images\' by ', _percent(distance), '% (total '
+      'variation, moving average); they disagree with the labeled data. '
+      'See semi/pseudo_accuracy and pictures/unlabeled_pseudo_label '
+      '(docs/semi_supervised.md, "When it hurts").'])
+
+
+def _warn(condition, step, message):
+  """Logs `message` as a warning and writes it as text where `condition`."""
+  with tf.summary.record_if(condition):
+    tf.summary.text(WARNINGS_TAG, message, step=step)
+  return tf.cond(condition,
+                 lambda: tf.print(message, output_stream=logging.warning),
+                 tf.no_op)

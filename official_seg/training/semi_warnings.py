@@ -137,8 +137,10 @@ class SemiSupervisedWarnings:
     seen = _state(name + '_seen', False)
     updated = tf.where(seen, self.decay * average + (1 - self.decay) * value,
                        value)
-    with tf.control_dependencies([average.assign(updated),
-                                  seen.assign(True)]):
+    # `seen` is read above: it may change only once that read is done.
+    with tf.control_dependencies([updated]):
+      assigns = [average.assign(updated), seen.assign(True)]
+    with tf.control_dependencies(assigns):
       return tf.identity(updated)
 
 

@@ -29,7 +29,7 @@ def _numpy_warnings(losses, distances, weights, options):
   """Steps of each kind of warning, by the rule of the class docstring."""
   loss_average = distance_average = None
   lowest = np.inf
-  fired = {'loss': [], 'share': []}
+  fired = {'loss': [], 'share': [], 'averages': {}}
   for step, (loss, distance, weight) in enumerate(
       zip(losses, distances, weights)):
     d = options.decay
@@ -37,9 +37,14 @@ def _numpy_warnings(losses, distances, weights, options):
         d * loss_average + (1 - d) * loss)
     distance_average = distance if distance_average is None else (
         d * distance_average + (1 - d) * distance)
+    if step >= options.warmup_steps:
+      lowest = min(lowest, loss_average)
+    if step % 10 == 0:
+      fired['averages'][step] = (
+          loss_average / lowest - 1 if step >= options.warmup_steps else 0.0,
+          distance_average)
     if step < options.warmup_steps:
       continue
-    lowest = min(lowest, loss_average)
     if step % options.every_n_steps:
       continue
     if loss_average / lowest - 1 > options.max_loss_rise and weight > 0:
@@ -100,14 +105,21 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
           session.run([op, summaries], {step: i, **dict(zip(fed.values(),
                                                            values))})
         session.run(writer.flush())
-    texts = {}
+    texts, averages = {}, {}
     for path in glob.glob(os.path.join(logdir, 'events.out.tfevents.*')):
       for event in tf.compat.v1.train.summary_iterator(path):
         for value in event.summary.value:
           if value.tag == semi_warnings.WARNINGS_TAG:
             text = tf.make_ndarray(value.tensor).item().decode()
             texts.setdefault(event.step, []).append(text)
-    return captured.text, texts
+          elif value.tag in (semi_warnings.LOSS_RISE,
+                             semi_warnings.SHARE_DISTANCE_AVERAGE):
+            averages.setdefault(event.step, {})[value.tag] = float(
+                tf.make_ndarray(value.tensor))
+    averages = {step: (found[semi_warnings.LOSS_RISE],
+                       found[semi_warnings.SHARE_DISTANCE_AVERAGE])
+                for step, found in averages.items()}
+    return captured.text, texts, averages
 
   def _fired(self, texts):
     return {kind: sorted(s for s, found in texts.items()
@@ -131,8 +143,13 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
     rng = np.random.default_rng(0)
     distances = np.clip(distance + rng.normal(0, 0.05, steps.size), 0, 1)
     weights = np.full(steps.size, weight)
-    stderr, texts = self._run(options, losses, distances, weights)
+    stderr, texts, averages = self._run(options, losses, distances, weights)
     expected = _numpy_warnings(losses, distances, weights, options)
+    # The scalars written on recording steps, the first step's included.
+    self.assertEqual(sorted(averages), sorted(expected.pop('averages')))
+    for step, values in _numpy_warnings(losses, distances, weights,
+                                        options)['averages'].items():
+      self.assertAllClose(averages[step], values, rtol=1e-5, atol=1e-6)
     self.assertEqual(self._fired(texts), expected)
     fires = bool(expected['loss'] or expected['share'])
     self.assertEqual(fires, loss_shape == 'rises' and weight > 0 or

@@ -138,6 +138,15 @@ def _resized(logits, like):
   return tf.image.resize(tf.cast(logits, tf.float32), tf.shape(like)[1:3])
 
 
+def _pseudo_probabilities(logits, refined, like):
+  """The labeler's input at the size of `like`, without gradient: the
+  softmax of `logits`, or its calibrated fusion with the refined CAM's."""
+  logits = _resized(tf.stop_gradient(logits), like)
+  if refined is None:
+    return tf.nn.softmax(logits)
+  return pseudo_labels.calibrated_fusion(logits, _resized(refined, like))
+
+
 def _levels(model, outputs, count=2):
   """The `count` deepest backbone levels the decoder can read, deepest first.
 
@@ -189,7 +198,8 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   Records the refinement passes' batch-norm updates in `pass_updates`.
 
   Returns:
-    (losses dict, weak refined logits [B_u, h, w, C] without gradient).
+    (losses dict, weak refined logits [B_u, h, w, C] and labeled refined
+    logits [B, h, w, C], both without gradient).
   """
   num_classes, ignore = dataset.num_classes, dataset.ignore_label
   count = tf.shape(labels)[0]
@@ -220,7 +230,7 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
       model, lambda: refinement(weak, weak_cam,
                                 features[UNLABELED + 'weak_valid'],
                                 training=training))
-  return result, tf.stop_gradient(weak_refined)
+  return result, tf.stop_gradient(weak_refined), tf.stop_gradient(refined)
 
 
 def _monitors(targets, strong_logits, kept, valid, features, labels,
@@ -298,19 +308,16 @@ def build_step(model, features, labels, training, dataset, options,
   count = tf.shape(images)[0]
   logits = outputs['logits'][:count]
   strong_logits = _resized(outputs['logits'][count:], strong)
-  weak_logits = _resized(tf.stop_gradient(weak_outputs['logits']), strong)
   step_losses = {'segmentation': losses.segmentation_loss(
       logits, labels, dataset.ignore_label)}
+  refined = labeled_refined = None
   if with_features:
-    cam_losses, refined = _cam_branch(
+    cam_losses, refined, labeled_refined = _cam_branch(
         options.cam_fusion, model, outputs, weak_outputs, features, labels,
         dataset, training, pass_updates)
     step_losses.update(cam_losses)
-    probabilities = pseudo_labels.calibrated_fusion(
-        weak_logits, _resized(refined, strong))
-  else:
-    probabilities = tf.nn.softmax(weak_logits)
-  targets, kept = options.labeler(probabilities)
+  targets, kept = options.labeler(
+      _pseudo_probabilities(weak_outputs['logits'], refined, strong))
   # The strong view may hold pasted boxes of other images (CutMix): their
   # pseudo labels are pasted alike.
   mix_index = features[UNLABELED + 'mix_index']
@@ -325,6 +332,11 @@ def build_step(model, features, labels, training, dataset, options,
   step_losses['consistency'] = weight * consistency
   scalars = _monitors(targets, strong_logits, kept, valid, features, labels,
                       dataset)
+  # The same labeler on the labeled images, against their labels.
+  scalars['labeled_pseudo_accuracy'] = semi_warnings.labeled_agreement(
+      *options.labeler(_pseudo_probabilities(logits, labeled_refined,
+                                             labels)),
+      labels, dataset.num_classes, dataset.ignore_label)
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
   return Step(logits=logits, losses=step_losses,
               update_ops=batch_norm_updates(pass_updates),

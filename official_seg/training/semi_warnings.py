@@ -6,6 +6,8 @@ from absl import logging
 import gin
 import tensorflow as tf
 
+from official_seg.training import pseudo_labels
+
 # The step's scalars the warnings read (semi_supervised.build_step,
 # model_fn's 'loss/...' scalars).
 LABELED_LOSS = 'loss/segmentation'
@@ -59,6 +61,26 @@ def share_distance(pseudo_classes, kept, labels, num_classes, ignore_label):
   distance = 0.5 * tf.reduce_sum(tf.abs(pseudo_shares - label_shares))
   both = tf.logical_and(tf.reduce_sum(kept) > 0, tf.reduce_any(labelled))
   return tf.where(both, distance, 0.0)
+
+
+def labeled_agreement(targets, kept, labels, num_classes, ignore_label):
+  """Class-balanced accuracy of pseudo labels of the labeled images.
+
+  Args:
+    targets: float32 [B, H, W, C], the labeler's targets on the labeled
+      images.
+    kept: float32 [B, H, W], the pixels it keeps.
+    labels: int [B, H, W, 1].
+    num_classes: int.
+    ignore_label: int.
+
+  Returns:
+    float32 scalar in [0, 1] (`pseudo_labels.accuracies`' second); 0 when
+    no labelled pixel is kept.
+  """
+  predictions = tf.argmax(targets, axis=-1, output_type=tf.int32)
+  return pseudo_labels.accuracies(predictions, labels[..., 0], num_classes,
+                                  ignore_label, kept)[1]
 
 
 def _state(name, value):

@@ -250,6 +250,18 @@ def _ancestors(op):
   return seen
 
 
+def _numpy_labeler(labeler, probabilities):
+  """(targets, kept) of a `PseudoLabeler`, written out in NumPy."""
+  if labeler.soft:
+    sharp = probabilities ** (1 / labeler.temperature)
+    targets = sharp / sharp.sum(-1, keepdims=True)
+    confidence = targets.max(-1)
+  else:
+    targets = np.eye(probabilities.shape[-1])[probabilities.argmax(-1)]
+    confidence = probabilities.max(-1)
+  return targets, (confidence >= labeler.threshold).astype(np.float32)
+
+
 class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
   """The step's losses and monitors against NumPy, CutMix on."""
 
@@ -297,15 +309,8 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
     onehot = np.eye(4)[np.where(valid_labeled, labels, 0)]
     segmentation = (_cross_entropy(labeled, onehot) * valid_labeled).sum() / (
         valid_labeled.sum() + 1e-5)
-    weak = _softmax(self._logits(a['unlabeled/image']))
-    if labeler.soft:
-      sharp = weak ** (1 / labeler.temperature)
-      targets = sharp / sharp.sum(-1, keepdims=True)
-      confidence = targets.max(-1)
-    else:
-      targets = np.eye(4)[weak.argmax(-1)]
-      confidence = weak.max(-1)
-    kept = (confidence >= labeler.threshold).astype(np.float32)
+    targets, kept = _numpy_labeler(labeler,
+                                   _softmax(self._logits(a['unlabeled/image'])))
     # The strong view holds the partner's box: the targets follow it.
     index, inside = a['unlabeled/mix_index'], a['unlabeled/mix_mask'] > 0
     targets = np.where(inside, targets[index], targets)
@@ -317,9 +322,22 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
     truth = a['monitor/unlabeled_strong_label'][..., 0]
     counted = (valid > 0) & (truth != _IGNORE)
     right = (targets.argmax(-1) == truth) & counted
+    shares = [np.bincount(classes.ravel(), weights.ravel(), 4)
+              for classes, weights in ((targets.argmax(-1), kept * valid),
+                                       (np.where(valid_labeled, labels, 0),
+                                        valid_labeled.astype(float)))]
+    shares = [share / share.sum() for share in shares]
+    labeled_targets, labeled_kept = _numpy_labeler(labeler, _softmax(labeled))
+    hit = (labeled_targets.argmax(-1) == labels) * labeled_kept * valid_labeled
+    weight = labeled_kept * valid_labeled
+    present = [c for c in range(4) if weight[labels == c].sum() > 0]
     return {'segmentation': segmentation, 'consistency': consistency,
             'kept_share': (kept * valid).sum() / valid.sum(),
-            'pseudo_accuracy': right.sum() / counted.sum()}
+            'pseudo_accuracy': right.sum() / counted.sum(),
+            'class_share_distance': 0.5 * np.abs(shares[0] - shares[1]).sum(),
+            'labeled_pseudo_accuracy': np.mean(
+                [hit[labels == c].sum() / weight[labels == c].sum()
+                 for c in present])}
 
   @parameterized.named_parameters(
       ('fixmatch', pseudo_labels.PseudoLabeler(soft=False, threshold=0.6)),
@@ -339,6 +357,9 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
                         rtol=1e-6)
     self.assertAllClose(scalars['semi/pseudo_accuracy'],
                         expected['pseudo_accuracy'], rtol=1e-6)
+    for name in ('class_share_distance', 'labeled_pseudo_accuracy'):
+      self.assertBetween(expected[name], 0.05, 0.95, name)
+      self.assertAllClose(scalars['semi/' + name], expected[name], rtol=1e-5)
     # Without the mix the targets differ: the box changes the loss.
     unmixed = dict(self.arrays)
     unmixed['unlabeled/mix_mask'] = np.zeros_like(unmixed['unlabeled/mix_mask'])

@@ -332,6 +332,9 @@ def build_step(model, features, labels, training, dataset, options,
   step_losses['consistency'] = weight * consistency
   scalars = _monitors(targets, strong_logits, kept, valid, features, labels,
                       dataset)
+  scalars['gradient_agreement'] = semi_warnings.gradient_agreement(
+      step_losses['segmentation'], step_losses['consistency'],
+      semi_warnings.output_variables(model, dataset.num_classes))
   # The same labeler on the labeled images, against their labels.
   scalars['labeled_pseudo_accuracy'] = semi_warnings.labeled_agreement(
       *options.labeler(_pseudo_probabilities(logits, labeled_refined,

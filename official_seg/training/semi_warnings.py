@@ -83,6 +83,38 @@ def labeled_agreement(targets, kept, labels, num_classes, ignore_label):
                                   ignore_label, kept)[1]
 
 
+def output_variables(model, num_classes):
+  """The head's variables whose last dimension is the classes: its output
+  layers' kernels and biases."""
+  return [v for v in model.head.trainable_variables
+          if v.shape[-1] == num_classes]
+
+
+def gradient_agreement(labeled_loss, unlabeled_loss, variables):
+  """Cosine between the two losses' gradients on `variables`.
+
+  Below 0, a step down the unlabeled loss's gradient raises the labeled
+  loss (to first order): the unlabeled stream pulls against the labels.
+  Taken on the output layers, whose gradients cost one small product each.
+
+  Args:
+    labeled_loss: float32 scalar.
+    unlabeled_loss: float32 scalar (weighted as trained).
+    variables: list of `tf.Variable`.
+
+  Returns:
+    float32 scalar in [-1, 1]; 0 when either gradient is 0.
+  """
+  def flat(loss):
+    grads = tf.gradients(loss, variables)
+    return tf.concat([tf.reshape(tf.zeros_like(v) if g is None else g, [-1])
+                      for g, v in zip(grads, variables)], 0)
+
+  first, second = flat(labeled_loss), flat(unlabeled_loss)
+  return tf.math.divide_no_nan(tf.reduce_sum(first * second),
+                               tf.norm(first) * tf.norm(second))
+
+
 def _state(name, value):
   """A host-side local variable (not saved; every session starts afresh)."""
   return tf.compat.v1.Variable(

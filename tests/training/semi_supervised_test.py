@@ -98,6 +98,11 @@ class _FixedLogits(tf.keras.Model):
         kernel.shape[-1], 1, kernel_initializer=tf.constant_initializer(
             kernel), bias_initializer=tf.constant_initializer(bias))
 
+  @property
+  def head(self):
+    """The output layer, as `SegmentationModel.head`."""
+    return self.conv
+
   def call(self, inputs, training=None, with_features=False):
     del training, with_features  # One fixed map.
     return {'logits': self.conv(inputs)}
@@ -319,6 +324,18 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
     strong = self._logits(a['unlabeled/strong_image'])
     consistency = (_cross_entropy(strong, targets) * kept * valid).sum() / (
         valid.sum())
+    # Gradients on the 1x1 kernel and bias: inputs times d loss / d logits.
+    labeled_delta = (_softmax(labeled) - onehot) * valid_labeled[..., None] / (
+        valid_labeled.sum() + 1e-5)
+    strong_delta = (_softmax(strong) - targets) * (kept * valid)[..., None] / (
+        valid.sum())
+    gradients = [np.concatenate([
+        np.einsum('bhwi,bhwc->ic', images, delta).ravel(),
+        delta.sum((0, 1, 2))]) for images, delta in (
+            (a['image'], labeled_delta),
+            (a['unlabeled/strong_image'], strong_delta))]
+    agreement = gradients[0] @ gradients[1] / (
+        np.linalg.norm(gradients[0]) * np.linalg.norm(gradients[1]))
     truth = a['monitor/unlabeled_strong_label'][..., 0]
     counted = (valid > 0) & (truth != _IGNORE)
     right = (targets.argmax(-1) == truth) & counted
@@ -335,6 +352,7 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
             'kept_share': (kept * valid).sum() / valid.sum(),
             'pseudo_accuracy': right.sum() / counted.sum(),
             'class_share_distance': 0.5 * np.abs(shares[0] - shares[1]).sum(),
+            'gradient_agreement': agreement,
             'labeled_pseudo_accuracy': np.mean(
                 [hit[labels == c].sum() / weight[labels == c].sum()
                  for c in present])}
@@ -360,6 +378,9 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
     for name in ('class_share_distance', 'labeled_pseudo_accuracy'):
       self.assertBetween(expected[name], 0.05, 0.95, name)
       self.assertAllClose(scalars['semi/' + name], expected[name], rtol=1e-5)
+    self.assertBetween(abs(expected['gradient_agreement']), 0.05, 0.95)
+    self.assertAllClose(scalars['semi/gradient_agreement'],
+                        expected['gradient_agreement'], rtol=1e-4)
     # Without the mix the targets differ: the box changes the loss.
     unmixed = dict(self.arrays)
     unmixed['unlabeled/mix_mask'] = np.zeros_like(unmixed['unlabeled/mix_mask'])

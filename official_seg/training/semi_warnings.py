@@ -11,11 +11,18 @@ from official_seg.training import pseudo_labels
 # The step's scalars the warnings read (semi_supervised.build_step,
 # model_fn's 'loss/...' scalars).
 LABELED_LOSS = 'loss/segmentation'
+GRADIENT_AGREEMENT = 'semi/gradient_agreement'
 SHARE_DISTANCE = 'semi/class_share_distance'
+LABELED_ACCURACY = 'semi/labeled_pseudo_accuracy'
 UNLABELED_WEIGHT = 'semi/unlabeled_weight'
-# What the warnings write to TensorBoard.
+INPUTS = (LABELED_LOSS, GRADIENT_AGREEMENT, SHARE_DISTANCE, LABELED_ACCURACY,
+          UNLABELED_WEIGHT)
+# What the warnings write to TensorBoard: the loss's rise over its lowest,
+# the moving averages, and the warnings as text.
 LOSS_RISE = 'semi/labeled_loss_rise'
-SHARE_DISTANCE_AVERAGE = 'semi/class_share_distance_average'
+AVERAGE_TAGS = {name: name + '_average'
+                for name in (GRADIENT_AGREEMENT, SHARE_DISTANCE,
+                             LABELED_ACCURACY)}
 WARNINGS_TAG = 'semi/warnings'
 
 
@@ -128,65 +135,77 @@ class SemiSupervisedWarnings:
   """Says in the log and TensorBoard when the unlabeled stream hurts.
 
   Run on the host with the step's scalars (`summaries.host_call`), every
-  step. Two moving averages (decay `decay` a step): of the labeled loss, and
-  of the class-share distance between the kept pseudo labels and the
-  labeled batch (`share_distance`). After `warmup_steps`, a warning is
-  logged, and written as text under 'semi/warnings', every `every_n_steps`
-  while (a) the labeled loss's average is more than `max_loss_rise` above
-  its lowest since the warm-up and the unlabeled weight is not 0: the
-  unlabeled stream is pulling the labeled loss up; or (b) the distance's
-  average exceeds `max_share_distance`: the pseudo labels disagree with the
-  labeled data (e.g. they collapsed to the background).
+  step, over moving averages (decay `decay` a step) of the labeled loss,
+  `semi/gradient_agreement`, `semi/class_share_distance` and
+  `semi/labeled_pseudo_accuracy`. After `warmup_steps`, every
+  `every_n_steps`, a warning is logged and written as text under
+  'semi/warnings':
+  (a) "pulling against the labels" while the unlabeled weight is not 0 and
+  the agreement's average is below `min_gradient_agreement`, or the
+  labeled loss's average is more than `max_loss_rise` above its lowest
+  since the warm-up;
+  (b) "disagree with the labeled data" while the distance's average exceeds
+  `max_share_distance` (e.g. pseudo labels collapsed to the background) or
+  the labeled images' pseudo labels' accuracy is below
+  `min_labeled_accuracy`.
 
   Attributes:
     decay: float in [0, 1), the moving averages' decay a step.
     warmup_steps: int, steps before any warning and before the lowest loss
       is tracked (the loss falls fast at first).
+    min_gradient_agreement: float in [-1, 1].
     max_loss_rise: float, relative rise of the loss's average over its
       lowest.
     max_share_distance: float in [0, 1].
+    min_labeled_accuracy: float in [0, 1].
     every_n_steps: int, at most one warning of each kind this often.
   """
 
   decay: float = 0.98
   warmup_steps: int = 200
+  min_gradient_agreement: float = -0.15
   max_loss_rise: float = 0.5
   max_share_distance: float = 0.3
+  min_labeled_accuracy: float = 0.8
   every_n_steps: int = 100
 
   def __call__(self, scalars, step, record):
     """The host ops: averages, their scalars and the warnings.
 
     Args:
-      scalars: dict of summary name to float32 scalar; reads
-        `LABELED_LOSS`, `SHARE_DISTANCE` and `UNLABELED_WEIGHT`.
+      scalars: dict of summary name to float32 scalar; reads `INPUTS`.
       step: int64 scalar, the global step.
       record: bool scalar, whether this step writes its scalars.
 
     Returns:
       An op to run with the host_call's summaries.
     """
-    loss = self._average('semi_labeled_loss', scalars[LABELED_LOSS])
-    distance = self._average('semi_share_distance', scalars[SHARE_DISTANCE])
+    averages = {name: self._average(name, scalars[name]) for name in INPUTS
+                if name != UNLABELED_WEIGHT}
     warm = tf.greater_equal(step, self.warmup_steps)
-    lowest = _state('semi_labeled_loss_lowest', float('inf'))
-    lowest_now = tf.where(warm, tf.minimum(lowest, loss), lowest)
-    rise = tf.where(warm, tf.math.divide_no_nan(loss, lowest_now) - 1.0, 0.0)
-    with tf.control_dependencies([lowest.assign(lowest_now)]):
-      rise = tf.identity(rise)
+    rise = self._rise(averages[LABELED_LOSS], warm)
     with tf.summary.record_if(record):
       tf.summary.scalar(LOSS_RISE, rise, step=step)
-      tf.summary.scalar(SHARE_DISTANCE_AVERAGE, distance, step=step)
+      for name, tag in AVERAGE_TAGS.items():
+        tf.summary.scalar(tag, averages[name], step=step)
     due = tf.logical_and(warm, tf.equal(step % self.every_n_steps, 0))
-    pulling = tf.logical_and(rise > self.max_loss_rise,
-                             scalars[UNLABELED_WEIGHT] > 0)
+    agreement = averages[GRADIENT_AGREEMENT]
+    pulling = tf.logical_and(
+        scalars[UNLABELED_WEIGHT] > 0,
+        tf.logical_or(agreement < self.min_gradient_agreement,
+                      rise > self.max_loss_rise))
+    distance, accuracy = averages[SHARE_DISTANCE], averages[LABELED_ACCURACY]
+    disagree = tf.logical_or(distance > self.max_share_distance,
+                             accuracy < self.min_labeled_accuracy)
     return tf.group(
-        _warn(tf.logical_and(due, pulling), step, _loss_message(rise)),
-        _warn(tf.logical_and(due, distance > self.max_share_distance), step,
-              _share_message(distance)))
+        _warn(tf.logical_and(due, pulling), step,
+              _pulling_message(agreement, rise)),
+        _warn(tf.logical_and(due, disagree), step,
+              _disagree_message(distance, accuracy)))
 
   def _average(self, name, value):
     """The moving average of `value` after this step (its first value first)."""
+    name = 'semi_warnings_' + name.replace('/', '_')
     average = _state(name + '_average', 0.0)
     seen = _state(name + '_seen', False)
     updated = tf.where(seen, self.decay * average + (1 - self.decay) * value,
@@ -197,26 +216,35 @@ class SemiSupervisedWarnings:
     with tf.control_dependencies(assigns):
       return tf.identity(updated)
 
+  def _rise(self, loss, warm):
+    """The loss average's rise over its lowest since the warm-up; 0 before."""
+    lowest = _state('semi_warnings_lowest_loss', float('inf'))
+    lowest_now = tf.where(warm, tf.minimum(lowest, loss), lowest)
+    rise = tf.where(warm, tf.math.divide_no_nan(loss, lowest_now) - 1.0, 0.0)
+    with tf.control_dependencies([lowest.assign(lowest_now)]):
+      return tf.identity(rise)
 
-def _percent(value):
-  return tf.strings.as_string(100.0 * value, precision=0)
+
+def _number(value, precision=2):
+  return tf.strings.as_string(value, precision=precision)
 
 
-def _loss_message(rise):
+def _pulling_message(agreement, rise):
   return tf.strings.join([
-      'Semi-supervised training: the labeled loss\'s moving average is ',
-      _percent(rise), '% above its lowest; the unlabeled stream is pulling '
-      'it up. Lower SemiSupervisedOptions.unlabeled_weight, raise '
-      'PseudoLabeler.threshold or set SemiSupervisedOptions.rampup_steps '
+      'Semi-supervised training: the unlabeled stream is pulling against '
+      'the labels (gradient agreement ', _number(agreement), ', labeled '
+      'loss ', _number(100.0 * rise, 0), '% above its lowest, moving '
+      'averages). Lower SemiSupervisedOptions.unlabeled_weight, raise '
+      'PseudoLabeler.threshold or train labeled only '
       '(docs/semi_supervised.md, "When it hurts").'])
 
 
-def _share_message(distance):
+def _disagree_message(distance, accuracy):
   return tf.strings.join([
-      'Semi-supervised training: the pseudo labels\' class shares differ '
-      'from the labeled images\' by ', _percent(distance), '% (total '
-      'variation, moving average); they disagree with the labeled data. '
-      'See semi/pseudo_accuracy and pictures/unlabeled_pseudo_label '
+      'Semi-supervised training: the pseudo labels disagree with the '
+      'labeled data (class shares ', _number(distance), ' apart; on the '
+      'labeled images ', _number(accuracy), ' class-balanced accuracy; '
+      'moving averages). See pictures/unlabeled_pseudo_label '
       '(docs/semi_supervised.md, "When it hurts").'])
 
 

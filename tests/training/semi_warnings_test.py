@@ -25,32 +25,36 @@ def _numpy_distance(pseudo, kept, labels, num_classes):
                       label_counts / label_counts.sum()).sum()
 
 
-def _numpy_warnings(losses, distances, weights, options):
-  """Steps of each kind of warning, by the rule of the class docstring."""
-  loss_average = distance_average = None
+def _numpy_warnings(series, options):
+  """Steps of each kind of warning, and the written averages, by the rule
+  of the class docstring; `series` maps each input name to its values."""
+  averages = {}
   lowest = np.inf
-  fired = {'loss': [], 'share': [], 'averages': {}}
-  for step, (loss, distance, weight) in enumerate(
-      zip(losses, distances, weights)):
-    d = options.decay
-    loss_average = loss if loss_average is None else (
-        d * loss_average + (1 - d) * loss)
-    distance_average = distance if distance_average is None else (
-        d * distance_average + (1 - d) * distance)
-    if step >= options.warmup_steps:
-      lowest = min(lowest, loss_average)
+  fired = {'pulling': [], 'disagree': [], 'written': {}}
+  names = [n for n in semi_warnings.INPUTS
+           if n != semi_warnings.UNLABELED_WEIGHT]
+  for step in range(len(series[semi_warnings.LABELED_LOSS])):
+    for name in names:
+      value = series[name][step]
+      averages[name] = value if name not in averages else (
+          options.decay * averages[name] + (1 - options.decay) * value)
+    warm = step >= options.warmup_steps
+    if warm:
+      lowest = min(lowest, averages[semi_warnings.LABELED_LOSS])
+    rise = averages[semi_warnings.LABELED_LOSS] / lowest - 1 if warm else 0.0
     if step % 10 == 0:
-      fired['averages'][step] = (
-          loss_average / lowest - 1 if step >= options.warmup_steps else 0.0,
-          distance_average)
-    if step < options.warmup_steps:
+      fired['written'][step] = [rise] + [
+          averages[n] for n in semi_warnings.AVERAGE_TAGS]
+    if not warm or step % options.every_n_steps:
       continue
-    if step % options.every_n_steps:
-      continue
-    if loss_average / lowest - 1 > options.max_loss_rise and weight > 0:
-      fired['loss'].append(step)
-    if distance_average > options.max_share_distance:
-      fired['share'].append(step)
+    if series[semi_warnings.UNLABELED_WEIGHT][step] > 0 and (
+        averages[semi_warnings.GRADIENT_AGREEMENT] <
+        options.min_gradient_agreement or rise > options.max_loss_rise):
+      fired['pulling'].append(step)
+    if (averages[semi_warnings.SHARE_DISTANCE] > options.max_share_distance or
+        averages[semi_warnings.LABELED_ACCURACY] <
+        options.min_labeled_accuracy):
+      fired['disagree'].append(step)
   return fired
 
 
@@ -82,17 +86,19 @@ class ShareDistanceTest(tf.test.TestCase, parameterized.TestCase):
         np.full((1, 1, 6), 2), tf.constant(kept), labels, 3, _IGNORE), 0.75)
 
 
+_PHRASES = {'pulling': 'pulling against the labels',
+            'disagree': 'disagree with the labeled data'}
+
+
 class WarningsTest(tf.test.TestCase, parameterized.TestCase):
 
-  def _run(self, options, losses, distances, weights):
-    """Runs the host ops a step at a time; (stderr text, warnings by step)."""
+  def _run(self, options, series):
+    """Runs the host ops a step at a time; (stderr, texts, written scalars)."""
     logdir = tempfile.mkdtemp(dir=self.get_temp_dir())
     with tf.Graph().as_default():
       step = tf.compat.v1.placeholder(tf.int64, [])
       fed = {name: tf.compat.v1.placeholder(tf.float32, [])
-             for name in (semi_warnings.LABELED_LOSS,
-                          semi_warnings.SHARE_DISTANCE,
-                          semi_warnings.UNLABELED_WEIGHT)}
+             for name in semi_warnings.INPUTS}
       writer = tf.summary.create_file_writer(logdir)
       with writer.as_default():
         op = options(fed, step, tf.equal(step % 10, 0))
@@ -101,61 +107,66 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
           testing_utils.captured_stderr_fd() as captured:
         session.run([tf.compat.v1.local_variables_initializer(),
                      writer.init()])
-        for i, values in enumerate(zip(losses, distances, weights)):
-          session.run([op, summaries], {step: i, **dict(zip(fed.values(),
-                                                           values))})
+        for i in range(len(series[semi_warnings.LABELED_LOSS])):
+          session.run([op, summaries], {step: i, **{
+              fed[name]: series[name][i] for name in fed}})
         session.run(writer.flush())
-    texts, averages = {}, {}
+    return (captured.text,) + self._read(logdir)
+
+  def _read(self, logdir):
+    """({step: warning texts}, {step: written rise and averages})."""
+    tags = [semi_warnings.LOSS_RISE] + list(
+        semi_warnings.AVERAGE_TAGS.values())
+    texts, written = {}, {}
     for path in glob.glob(os.path.join(logdir, 'events.out.tfevents.*')):
       for event in tf.compat.v1.train.summary_iterator(path):
         for value in event.summary.value:
           if value.tag == semi_warnings.WARNINGS_TAG:
             text = tf.make_ndarray(value.tensor).item().decode()
             texts.setdefault(event.step, []).append(text)
-          elif value.tag in (semi_warnings.LOSS_RISE,
-                             semi_warnings.SHARE_DISTANCE_AVERAGE):
-            averages.setdefault(event.step, {})[value.tag] = float(
+          elif value.tag in tags:
+            written.setdefault(event.step, {})[value.tag] = float(
                 tf.make_ndarray(value.tensor))
-    averages = {step: (found[semi_warnings.LOSS_RISE],
-                       found[semi_warnings.SHARE_DISTANCE_AVERAGE])
-                for step, found in averages.items()}
-    return captured.text, texts, averages
-
-  def _fired(self, texts):
-    return {kind: sorted(s for s, found in texts.items()
-                         if any(phrase in t for t in found))
-            for kind, phrase in (('loss', 'pulling it up'),
-                                 ('share', 'disagree with the labeled'))}
+    return texts, {step: [found[t] for t in tags]
+                   for step, found in written.items()}
 
   @parameterized.named_parameters(
-      ('healthy', 'falls', 0.1, 1.0),
-      ('loss_rises', 'rises', 0.1, 1.0),
-      ('rises_without_unlabeled_weight', 'rises', 0.1, 0.0),
-      ('pseudo_labels_apart', 'falls', 0.6, 1.0))
-  def test_fires_where_numpy_says(self, loss_shape, distance, weight):
+      ('healthy', {}, ()),
+      ('loss_rises', {'rises': True}, ('pulling',)),
+      ('rises_without_unlabeled_weight', {'rises': True, 'weight': 0.0}, ()),
+      ('gradients_oppose', {'agreement': -0.3}, ('pulling',)),
+      ('pseudo_labels_apart', {'distance': 0.6}, ('disagree',)),
+      ('labeled_images_mislabeled', {'accuracy': 0.6}, ('disagree',)))
+  def test_fires_where_numpy_says(self, shape, kinds):
     options = semi_warnings.SemiSupervisedWarnings(
-        decay=0.9, warmup_steps=20, max_loss_rise=0.5,
-        max_share_distance=0.3, every_n_steps=10)
+        decay=0.9, warmup_steps=20, every_n_steps=10)
     steps = np.arange(120)
-    losses = 2.0 * np.exp(-steps / 15.0) + 0.2
-    if loss_shape == 'rises':
-      losses += np.where(steps > 50, (steps - 50) * 0.02, 0.0)
     rng = np.random.default_rng(0)
-    distances = np.clip(distance + rng.normal(0, 0.05, steps.size), 0, 1)
-    weights = np.full(steps.size, weight)
-    stderr, texts, averages = self._run(options, losses, distances, weights)
-    expected = _numpy_warnings(losses, distances, weights, options)
-    # The scalars written on recording steps, the first step's included.
-    self.assertEqual(sorted(averages), sorted(expected.pop('averages')))
-    for step, values in _numpy_warnings(losses, distances, weights,
-                                        options)['averages'].items():
-      self.assertAllClose(averages[step], values, rtol=1e-5, atol=1e-6)
-    self.assertEqual(self._fired(texts), expected)
-    fires = bool(expected['loss'] or expected['share'])
-    self.assertEqual(fires, loss_shape == 'rises' and weight > 0 or
-                     distance > 0.3)
-    for kind, phrase in (('loss', 'pulling it up'),
-                         ('share', 'disagree with the labeled')):
+    noise = lambda: rng.normal(0, 0.05, steps.size)
+    losses = 2.0 * np.exp(-steps / 15.0) + 0.2
+    if shape.get('rises'):
+      losses += np.where(steps > 50, (steps - 50) * 0.02, 0.0)
+    series = {
+        semi_warnings.LABELED_LOSS: losses,
+        semi_warnings.GRADIENT_AGREEMENT: shape.get('agreement', 0.2) + noise(),
+        semi_warnings.SHARE_DISTANCE: np.clip(
+            shape.get('distance', 0.1) + noise(), 0, 1),
+        semi_warnings.LABELED_ACCURACY: np.clip(
+            shape.get('accuracy', 0.97) + noise(), 0, 1),
+        semi_warnings.UNLABELED_WEIGHT: np.full(steps.size,
+                                                shape.get('weight', 1.0))}
+    stderr, texts, written = self._run(options, series)
+    expected = _numpy_warnings(series, options)
+    self.assertEqual(sorted(written), sorted(expected['written']))
+    for step, values in expected.pop('written').items():
+      self.assertAllClose(written[step], values, rtol=1e-5, atol=1e-6)
+    fired = {kind: sorted(s for s, found in texts.items()
+                          if any(phrase in t for t in found))
+             for kind, phrase in _PHRASES.items()}
+    self.assertEqual(fired, expected)
+    self.assertEqual(sorted(k for k in expected if expected[k]),
+                     sorted(kinds))
+    for kind, phrase in _PHRASES.items():
       self.assertEqual(stderr.count(phrase), len(expected[kind]))
 
 

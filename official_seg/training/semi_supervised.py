@@ -233,16 +233,11 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   return result, tf.stop_gradient(weak_refined), tf.stop_gradient(refined)
 
 
-def _monitors(targets, strong_logits, kept, valid, features, labels,
-              dataset):
-  """Share kept, the pseudo labels' class-share distance to the labels, and
-  the accuracies of pseudo labels and strong predictions."""
+def _monitors(targets, strong_logits, kept, valid, features, dataset):
+  """Share kept and the accuracies of pseudo labels and strong predictions."""
   strong_label = features[MONITOR + 'unlabeled_strong_label'][..., 0]
   scalars = {'kept_share': tf.math.divide_no_nan(
       tf.reduce_sum(kept * valid), tf.reduce_sum(valid))}
-  scalars['class_share_distance'] = semi_warnings.share_distance(
-      tf.argmax(targets, axis=-1, output_type=tf.int32), kept * valid,
-      labels, dataset.num_classes, dataset.ignore_label)
   for name, values in (('pseudo', targets), ('strong', strong_logits)):
     predictions = tf.argmax(values, axis=-1, output_type=tf.int32)
     pixel, balanced = pseudo_labels.accuracies(
@@ -330,16 +325,14 @@ def build_step(model, features, labels, training, dataset, options,
   consistency = pseudo_labels.consistency_loss(strong_logits, targets, kept,
                                                valid)
   step_losses['consistency'] = weight * consistency
-  scalars = _monitors(targets, strong_logits, kept, valid, features, labels,
-                      dataset)
-  scalars['gradient_agreement'] = semi_warnings.gradient_agreement(
-      step_losses['segmentation'], step_losses['consistency'],
-      semi_warnings.output_variables(model, dataset.num_classes))
-  # The same labeler on the labeled images, against their labels.
-  scalars['labeled_pseudo_accuracy'] = semi_warnings.labeled_agreement(
-      *options.labeler(_pseudo_probabilities(logits, labeled_refined,
-                                             labels)),
-      labels, dataset.num_classes, dataset.ignore_label)
+  scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
+  if options.warnings:
+    # The same labeler on the labeled images too, against their labels.
+    scalars.update(semi_warnings.signals(
+        model, step_losses, (targets, kept * valid),
+        options.labeler(_pseudo_probabilities(logits, labeled_refined,
+                                              labels)),
+        labels, dataset))
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
   return Step(logits=logits, losses=step_losses,
               update_ops=batch_norm_updates(pass_updates),

@@ -122,6 +122,35 @@ def gradient_agreement(labeled_loss, unlabeled_loss, variables):
                                tf.norm(first) * tf.norm(second))
 
 
+def signals(model, step_losses, pseudo, labeled_pseudo, labels, dataset):
+  """The step's scalars the warnings read, beside the labeled loss.
+
+  Args:
+    model: the `SegmentationModel` (its head's output layers).
+    step_losses: dict with 'segmentation' and (weighted) 'consistency'.
+    pseudo: (targets float32 [B_u, H, W, C], kept float32 [B_u, H, W]) of
+      the strong views, kept counting valid pixels only.
+    labeled_pseudo: (targets [B, H', W', C], kept [B, H', W']) of the same
+      labeler on the labeled images.
+    labels: int [B, H', W', 1], the labeled batch's.
+    dataset: the `DatasetInfo`.
+
+  Returns:
+    dict of 'gradient_agreement', 'class_share_distance' and
+    'labeled_pseudo_accuracy' to float32 scalars.
+  """
+  num_classes, ignore = dataset.num_classes, dataset.ignore_label
+  return {
+      'gradient_agreement': gradient_agreement(
+          step_losses['segmentation'], step_losses['consistency'],
+          output_variables(model, num_classes)),
+      'class_share_distance': share_distance(
+          tf.argmax(pseudo[0], axis=-1, output_type=tf.int32), pseudo[1],
+          labels, num_classes, ignore),
+      'labeled_pseudo_accuracy': labeled_agreement(
+          *labeled_pseudo, labels, num_classes, ignore)}
+
+
 def _state(name, value):
   """A host-side local variable (not saved; every session starts afresh)."""
   return tf.compat.v1.Variable(

@@ -389,6 +389,15 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
                            expected['consistency'])
     self.arrays = mixed
 
+  def test_without_warnings_their_signals_are_not_computed(self):
+    labeler = pseudo_labels.PseudoLabeler(soft=False, threshold=0.6)
+    [(_, scalars)] = self._run(semi_supervised.SemiSupervisedOptions(
+        labeler=labeler, warnings=None))
+    self.assertIn('semi/kept_share', scalars)
+    for name in ('gradient_agreement', 'class_share_distance',
+                 'labeled_pseudo_accuracy'):
+      self.assertNotIn('semi/' + name, scalars)
+
   def test_rampup_scales_the_consistency_loss(self):
     labeler = pseudo_labels.PseudoLabeler(soft=False, threshold=0.6)
     options = semi_supervised.SemiSupervisedOptions(

@@ -195,7 +195,7 @@ class SemiSupervisedWarnings:
   min_gradient_agreement: float = -0.15
   max_loss_rise: float = 0.5
   max_share_distance: float = 0.3
-  min_labeled_accuracy: float = 0.8
+  min_labeled_accuracy: float = 0.7
   every_n_steps: int = 100
 
   def __call__(self, scalars, step, record):

@@ -94,8 +94,13 @@ def convert(model, serving_inputs, input_size, probabilities,
       outputs[tflite_runner.PROBABILITIES_OUTPUT] = scores
     return outputs
 
+  # The converter saves the functions with the object it is given as a
+  # SavedModel: a module of the variables alone, not the Keras model, whose
+  # own serialization would trace the call of each of its layers.
+  variables = tf.Module()
+  variables.weights = model.weights
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
-      [serve.get_concrete_function()], model)
+      [serve.get_concrete_function()], variables)
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
   # By input name: the converter may order a function's inputs otherwise.
   converter.representative_dataset = lambda: (

@@ -1,5 +1,6 @@
 """Quantization-aware training: its warm start and step, the exports of the weights evaluated, its lazy import."""
 
+import contextlib
 import hashlib
 import json
 import math
@@ -7,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from unittest import mock
 
 import gin
 import numpy as np
@@ -124,6 +126,32 @@ def _with_distinct_averages(checkpoint, path):
       return saver.save(session, path)
 
 
+@contextlib.contextmanager
+def _recorded(owner, name):
+  """Records the arguments and result of each call of `owner.name`.
+
+  Yields:
+    The list of (args, result) of the calls made inside the block.
+  """
+  calls = []
+  original = getattr(owner, name)
+
+  def recording(*args):
+    result = original(*args)
+    calls.append((args, result))
+    return result
+
+  with mock.patch.object(owner, name, recording):
+    yield calls
+
+
+def _build_float_models():
+  """A float model in a graph, then one eagerly in the process's graph."""
+  with tf.Graph().as_default():
+    model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+  model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
+
+
 def _fingerprints(arrays):
   return {hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
           for a in arrays}
@@ -166,13 +194,26 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     cls.checkpoint = _with_distinct_averages(
         tf.train.latest_checkpoint(cls.qat_dir),
         os.path.join(cls.root, 'averaged', 'model.ckpt-1'))
-    experiment.run('export_tflite', cls.qat_dir, checkpoint_path=cls.checkpoint)
+    # The model each export converted or built is kept for the tests of
+    # its weights and names: each costs a quantized model's rebuild.
+    with _recorded(tflite_qat, 'restored_model') as restored:
+      experiment.run('export_tflite', cls.qat_dir,
+                     checkpoint_path=cls.checkpoint)
+    cls.restored = restored
     cls.eval_record = experiment.run('eval', cls.qat_dir,
                                      checkpoint_path=cls.checkpoint)
-    experiment.run('export', cls.qat_dir, checkpoint_path=cls.checkpoint)
+    # The SavedModel's quantized model is built after float models (in a
+    # graph and eagerly) and after quantized ones (the QAT step's, the
+    # evaluation's, and the TFLite export's, in graphs and eagerly).
+    _build_float_models()
+    with _recorded(quantized, 'build_quantized_model') as built:
+      experiment.run('export', cls.qat_dir, checkpoint_path=cls.checkpoint)
+    cls.built_last = built
     cls.saved_dir = predictor.find_saved_model(cls.qat_dir)
-    cls.served = predictor.Predictor(cls.saved_dir)
-    cls._names = None
+    # One load serves the Predictor and the tests of other signatures.
+    with _recorded(tf.saved_model, 'load') as loaded:
+      cls.served = predictor.Predictor(cls.saved_dir)
+    cls.saved_model = loaded[0][1]
 
   @classmethod
   def tearDownClass(cls):
@@ -183,25 +224,18 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     super().setUp()
     _parse(self.data_dir, ['deployment/qat.gin'], _QAT)
 
-  @classmethod
-  def _built_after_others(cls):
-    """A quantized model built after float models, in a graph and eagerly.
-
-    Built once for the tests of names.
+  def _built_after_others(self):
+    """The SavedModel export's quantized model, built after the others.
 
     Returns:
       The model's weight names (list of str), and its `checkpoint_names`
       (dict of quantized to float variable name).
     """
-    if cls._names is None:
-      with tf.Graph().as_default():
-        model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
-      model_lib.build_model(num_classes=4)(tf.zeros([1, 33, 33, 3]))
-      with tf.Graph().as_default():
-        model = quantized.build_quantized_model(4, (41, 41))
-        cls._names = ([w.name.split(':')[0] for w in model.weights],
-                      dict(model.checkpoint_names))
-    return cls._names
+    self.assertLen(self.built_last, 1)
+    (_, input_size), model = self.built_last[0]
+    self.assertEqual(tuple(input_size), (41, 41))
+    return ([w.name.split(':')[0] for w in model.weights],
+            dict(model.checkpoint_names))
 
   def _checkpoint(self, model_dir):
     return tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
@@ -289,7 +323,10 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     raw = _fingerprints(reader.get_tensor(name) for name in names
                         if not name.endswith(averaging.AVERAGE_NAME))
     self.assertFalse(averages & raw)
-    model = tflite_qat.restored_model(4, (41, 41), self.checkpoint, _DECAY)
+    # The model the qat_int8 export converted, restored from its checkpoint.
+    self.assertLen(self.restored, 1)
+    arguments, model = self.restored[0]
+    self.assertEqual(arguments, (4, (41, 41), self.checkpoint, _DECAY))
     trainable = _fingerprints(w.numpy() for w in model.trainable_weights)
     self.assertGreater(len(trainable), 150)
     self.assertLessEqual(trainable, averages)
@@ -298,9 +335,9 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
 
   def test_checkpoint_names_do_not_depend_on_what_was_built_before(self):
     # The QAT step's checkpoint holds the names of the first quantized
-    # model this process built; setUpClass's evaluation and exports, and
-    # _built_after_others, built float and quantized models, in graphs and
-    # eagerly, before the one compared.
+    # model this process built; setUpClass's evaluation and TFLite export,
+    # then float models, were built in graphs and eagerly before the
+    # SavedModel export's, the one compared.
     names, _ = self._built_after_others()
     self.assertLen(set(names), len(names))
     stored = self._checkpoint(self.qat_dir).get_variable_to_shape_map()
@@ -317,8 +354,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     # not the labels.
     model = tflite_runner.TfliteModel(
         tflite.tflite_path(self.qat_dir, 'qat_int8'), num_threads=1)
-    serve = tf.saved_model.load(self.saved_dir).signatures[
-        signatures.PROBABILITIES]
+    serve = self.saved_model.signatures[signatures.PROBABILITIES]
     differences = []
     for _, image, _ in tflite_runner.eval_examples(dataset_info.DatasetInfo()):
       fitted, size = tflite_runner.fit_image(image, model.input_size)

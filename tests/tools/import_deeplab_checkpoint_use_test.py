@@ -14,9 +14,9 @@ from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
+from tests import deeplab_testing
 from tests import testing_utils
 from tests.modeling import deeplab_mobilenet_test as mobilenet_test
-from tests.tools import import_deeplab_checkpoint_test as import_test
 from tests.training import warm_start_test
 
 _HEIGHT, _WIDTH = 41, 49
@@ -40,7 +40,7 @@ class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
                                                      (16,))
     cls.imported = os.path.join(cls.root, 'imported')
     gin.clear_config()
-    cls.ours, _ = import_test.import_tool.import_checkpoint(
+    cls.ours, _ = deeplab_testing.import_tool.import_checkpoint(
         deeplab_dir, mobilenet_test.GIN_FILES, mobilenet_test.bindings(16),
         cls.imported)
 

@@ -29,6 +29,12 @@ def session():
   return tf.compat.v1.Session(config=SESSION_CONFIG)
 
 
+def random_images(seed, batch, height, width):
+  """float32 [batch, height, width, 3] images in [-1, 1], DeepLab's range."""
+  return np.random.default_rng(seed).uniform(
+      -1.0, 1.0, (batch, height, width, 3)).astype(np.float32)
+
+
 def randomize(sess, rng):
   """Random weights and batch-norm statistics that keep activations O(1)."""
   feed = {}

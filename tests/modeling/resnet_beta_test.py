@@ -101,8 +101,7 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
   def setUpClass(cls):
     """ResNet-50's checkpoints, whole and without _MISSING, written once."""
     super().setUpClass()
-    cls.images = np.random.default_rng(1).uniform(
-        -1.0, 1.0, (2, _SIZE, _SIZE, 3)).astype(np.float32)
+    cls.images = deeplab_testing.random_images(1, 2, _SIZE, _SIZE)
     cls.root = tempfile.mkdtemp()
     cls.expected_50 = write_reference(cls.root, cls.images, *_SHARED,
                                       leave_out=[_MISSING])

@@ -134,8 +134,7 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
     """Xception-65's checkpoints, and the import of its zoo one, shared."""
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.images = np.random.default_rng(1).uniform(
-        -1.0, 1.0, (2, _SIZE, _SIZE, 3)).astype(np.float32)
+    cls.images = deeplab_testing.random_images(1, 2, _SIZE, _SIZE)
     cls.xception_65, cls.expected_65 = write_xception_65(cls.root,
                                                          cls.images)
     cls.imported_65 = os.path.join(cls.root, 'imported')

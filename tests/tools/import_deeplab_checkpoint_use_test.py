@@ -5,7 +5,6 @@ import shutil
 import tempfile
 
 import gin
-import numpy as np
 import tensorflow as tf
 
 from official_seg.export import predictor
@@ -32,8 +31,7 @@ class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
     """One DeepLab checkpoint and its import, shared by the tests."""
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.images = np.random.default_rng(2).uniform(
-        -1.0, 1.0, (1, _HEIGHT, _WIDTH, 3)).astype(np.float32)
+    cls.images = deeplab_testing.random_images(2, 1, _HEIGHT, _WIDTH)
     deeplab_dir = os.path.join(cls.root, 'deeplab')
     os.makedirs(deeplab_dir)
     _, cls.expected = mobilenet_test.write_reference(deeplab_dir, cls.images,

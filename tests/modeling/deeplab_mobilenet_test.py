@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from official_seg.modeling import deeplab_mobilenet
 from official_seg.runtime import gin_config
+from tests import deeplab_testing
 from tests.modeling import deeplab_mobilenet_reference
-from tests.tools import import_deeplab_checkpoint_test as import_test
 
 _NUM_CLASSES = 4  # datasets/synthetic.gin's.
 # Half of DeepLab's channels, as its mobilenetv2_dm05 models (channels not
@@ -44,7 +44,7 @@ def write_reference(directory, images, strides, decoder=False):
             tf.constant(images), stride, _NUM_CLASSES, _MULTIPLIER,
             decoder=decoder, depth=_DEPTH)
     tf.compat.v1.train.get_or_create_global_step()
-    return import_test.save_randomized(directory, outputs)
+    return deeplab_testing.save_randomized(directory, outputs)
 
 
 class DeepLabMobileNetV2Test(tf.test.TestCase, parameterized.TestCase):
@@ -91,7 +91,7 @@ class DeepLabMobileNetV2ImportTest(tf.test.TestCase, parameterized.TestCase):
   def test_imported_logits_equal_deeplabs(self, strides, decoder):
     deeplab_dir = self.create_tempdir().full_path
     _, expected = write_reference(deeplab_dir, self.images, strides, decoder)
-    ours, report = import_test.import_tool.import_checkpoint(
+    ours, report = deeplab_testing.import_tool.import_checkpoint(
         deeplab_dir, GIN_FILES, bindings(strides[0], decoder),
         self.create_tempdir().full_path)
     self.assertEmpty(report['not_filled'])
@@ -99,7 +99,7 @@ class DeepLabMobileNetV2ImportTest(tf.test.TestCase, parameterized.TestCase):
     for stride in strides:
       gin.clear_config()
       gin_config.parse(GIN_FILES, bindings(stride, decoder))
-      logits = import_test.our_outputs(ours, self.images)
+      logits = deeplab_testing.our_outputs(ours, self.images)
       self.assertEqual(logits.shape, expected[stride].shape)
       self.assertGreater(np.std(expected[stride]), 0.1)
       self.assertAllClose(logits, expected[stride], rtol=0.0, atol=1e-4,

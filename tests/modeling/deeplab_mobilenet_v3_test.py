@@ -10,8 +10,8 @@ from official_seg.modeling import deeplab_mobilenet_v3
 from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
+from tests import deeplab_testing
 from tests.modeling import deeplab_mobilenet_v3_reference as reference
-from tests.tools import import_deeplab_checkpoint_test as import_test
 
 _NUM_CLASSES = 4  # datasets/synthetic.gin's.
 # A third of DeepLab's channels (rounded to multiples of 8, at least 8) and
@@ -50,7 +50,7 @@ def write_reference(directory, images, model_id):
   with tf.Graph().as_default():
     logits = _reference_logits(images, model_id)
     tf.compat.v1.train.get_or_create_global_step()
-    return import_test.save_randomized(directory, logits)
+    return deeplab_testing.save_randomized(directory, logits)
 
 
 class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):
@@ -118,14 +118,14 @@ class DeepLabMobileNetV3ImportTest(tf.test.TestCase, parameterized.TestCase):
   def test_imported_logits_equal_deeplabs(self, model_id):
     deeplab_dir = self.create_tempdir().full_path
     _, expected = write_reference(deeplab_dir, self.images, model_id)
-    ours, report = import_test.import_tool.import_checkpoint(
+    ours, report = deeplab_testing.import_tool.import_checkpoint(
         deeplab_dir, gin_files(model_id), bindings(),
         self.create_tempdir().full_path)
     self.assertEmpty(report['not_filled'])
     self.assertEqual(report['unused'], {'global_step': ['global_step']})
     gin.clear_config()
     gin_config.parse(gin_files(model_id), bindings())
-    logits = import_test.our_outputs(ours, self.images)
+    logits = deeplab_testing.our_outputs(ours, self.images)
     # DeepLab's logits are at stride 8: ceil(97 / 8) x ceil(128 / 8).
     self.assertEqual(expected.shape, (2, 13, 16, _NUM_CLASSES))
     self.assertEqual(logits.shape, expected.shape)

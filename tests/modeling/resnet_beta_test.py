@@ -1,6 +1,8 @@
 """DeepLab's ResNet-v1 beta: its levels, its ImageNet checkpoints' import, and training."""
 
 import os
+import shutil
+import tempfile
 
 from absl.testing import parameterized
 import gin
@@ -11,9 +13,8 @@ from official_seg.modeling import deeplab_names
 from official_seg.modeling import model as model_lib
 from official_seg.modeling import resnet_beta
 from official_seg.runtime import gin_config
+from tests import deeplab_testing
 from tests.modeling import deeplab_resnet_reference as reference
-# The tool, loaded from its file, and the reference's random weights.
-from tests.tools import import_deeplab_checkpoint_test as import_test
 
 _SIZE = 33  # 1 + a multiple of each output stride, as DeepLab's crops.
 # An eighth of DeepLab's channels: the same layers, names and arithmetic.
@@ -25,15 +26,16 @@ _WEIGHTS = ('kernel', 'gamma', 'beta', 'moving_mean', 'moving_variance')
 
 def write_reference(directory, images, variant, multi_grid, strides,
                     leave_out=()):
-  """Writes an ImageNet checkpoint of DeepLab's network, from the reference.
+  """Writes ImageNet checkpoints of DeepLab's network, from the reference.
 
   Args:
-    directory: str.
+    directory: str; `whole/` gets every variable, `partial/` all but
+      `leave_out`'s.
     images: float [B, H, W, 3].
     variant: 'resnet_v1_50_beta' or 'resnet_v1_101_beta'.
     multi_grid: block4's unit rates.
     strides: output strides; they share the variables.
-    leave_out: names of variables the checkpoint leaves out.
+    leave_out: names of variables the partial checkpoint leaves out.
 
   Returns:
     {output stride: (features, the decoder's stride-4 features)}.
@@ -52,12 +54,15 @@ def write_reference(directory, images, variant, multi_grid, strides,
     # The ImageNet classifier, which the import leaves out.
     tf.compat.v1.get_variable(f'{scope}/logits/weights', [1, 1, 256, 5])
     tf.compat.v1.train.get_or_create_global_step()
-    with tf.compat.v1.Session() as session:
-      import_test.randomize(session, np.random.default_rng(0))
-      saved = [v for v in tf.compat.v1.global_variables()
-               if v.op.name not in leave_out]
-      tf.compat.v1.train.Saver(saved).save(
-          session, os.path.join(directory, 'model.ckpt'))
+    variables = tf.compat.v1.global_variables()
+    with deeplab_testing.session() as session:
+      deeplab_testing.randomize(session, np.random.default_rng(0))
+      tf.compat.v1.train.Saver(variables).save(
+          session, os.path.join(directory, 'whole', 'model.ckpt'))
+      if leave_out:
+        tf.compat.v1.train.Saver(
+            [v for v in variables if v.op.name not in leave_out]).save(
+                session, os.path.join(directory, 'partial', 'model.ckpt'))
       return session.run(outputs)
 
 
@@ -80,32 +85,56 @@ def our_features(checkpoint, images):
     model = model_lib.build_model(num_classes=4)
     outputs = model(tf.constant(images), training=False, with_features=True)
     saver = tf.compat.v1.train.Saver(model.variables)
-    with tf.compat.v1.Session() as session:
+    with deeplab_testing.session() as session:
       saver.restore(session, checkpoint)
       return session.run(outputs['backbone_features'])
 
 
+_MISSING = 'resnet_v1_50/block2/unit_4/bottleneck_v1/conv2/weights'
+# The shared ResNet-50 checkpoints' settings; multi_grid changes no variable.
+_SHARED = ('resnet_v1_50_beta', (1, 2, 4), (16, 8))
+
+
 class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    """ResNet-50's checkpoints, whole and without _MISSING, written once."""
+    super().setUpClass()
+    cls.images = deeplab_testing.random_images(1, 2, _SIZE, _SIZE)
+    cls.root = tempfile.mkdtemp()
+    cls.expected_50 = write_reference(cls.root, cls.images, *_SHARED,
+                                      leave_out=[_MISSING])
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
 
   def setUp(self):
     super().setUp()
     gin.clear_config()
-    self.images = np.random.default_rng(1).uniform(
-        -1.0, 1.0, (2, _SIZE, _SIZE, 3)).astype(np.float32)
-    self.deeplab_dir = self.create_tempdir().full_path
     self.output_dir = self.create_tempdir().full_path
+
+  def _reference(self, variant, multi_grid, strides):
+    """(DeepLab's checkpoint directory, its features)."""
+    if (variant, multi_grid, strides) == _SHARED:  # Written in setUpClass.
+      return os.path.join(self.root, 'whole'), self.expected_50
+    directory = self.create_tempdir().full_path
+    expected = write_reference(directory, self.images, variant, multi_grid,
+                               strides)
+    return os.path.join(directory, 'whole'), expected
 
   # Block4's unit rates (multi_grid) on the 50, DeepLab's defaults on the
   # 101 (its 17 extra units are block3's, atrous at output stride 8); both
   # atrous output strides on each.
-  @parameterized.parameters(('resnet_v1_50_beta', (1, 2, 4), (16, 8)),
+  @parameterized.parameters(_SHARED,
                             ('resnet_v1_101_beta', (1, 1, 1), (16, 8)))
   def test_imported_imagenet_backbone_gives_deeplabs_features(
       self, variant, multi_grid, strides):
-    expected = write_reference(self.deeplab_dir, self.images, variant,
-                               multi_grid, strides)
-    ours, report = import_test.import_tool.import_checkpoint(
-        self.deeplab_dir, _gin_files(variant),
+    deeplab_dir, expected = self._reference(variant, multi_grid, strides)
+    ours, report = deeplab_testing.import_tool.import_checkpoint(
+        deeplab_dir, _gin_files(variant),
         _bindings(variant, strides[0], multi_grid), self.output_dir,
         backbone_only=True)
     scope = reference.SCOPES[variant]
@@ -113,7 +142,7 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
                                         'other': [f'{scope}/logits/weights']})
     # Every weight of DeepLab's backbone fills one of ours; the ASPP and
     # head stay at initialisation.
-    names = tf.train.load_checkpoint(self.deeplab_dir)
+    names = tf.train.load_checkpoint(deeplab_dir)
     self.assertCountEqual(
         report['filled'].values(),
         set(names.get_variable_to_shape_map()) - {
@@ -136,14 +165,11 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
                           msg=f'stride-4 features at output stride {stride}')
 
   def test_a_missing_variable_is_refused_by_name(self):
-    missing = 'resnet_v1_50/block2/unit_4/bottleneck_v1/conv2/weights'
-    write_reference(self.deeplab_dir, self.images, 'resnet_v1_50_beta',
-                    (1, 1, 1), (16,), leave_out=[missing])
     with self.assertRaisesRegex(
         deeplab_names.DeepLabImportError,
-        rf'1 variable\(s\) missing \[{missing}\]; 0 of another shape'):
-      import_test.import_tool.import_checkpoint(
-          self.deeplab_dir, _gin_files('resnet_v1_50_beta'),
+        rf'1 variable\(s\) missing \[{_MISSING}\]; 0 of another shape'):
+      deeplab_testing.import_tool.import_checkpoint(
+          os.path.join(self.root, 'partial'), _gin_files('resnet_v1_50_beta'),
           _bindings('resnet_v1_50_beta', 16, (1, 1, 1)), self.output_dir,
           backbone_only=True)
 

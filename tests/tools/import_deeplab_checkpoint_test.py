@@ -1,10 +1,11 @@
 """DeepLab checkpoints written by a tf-slim DeepLab give our model DeepLab's logits."""
 
-import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import parameterized
 import gin
@@ -13,17 +14,15 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.modeling import deeplab_names
-from official_seg.modeling import model as model_lib
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
+from tests import deeplab_testing
 from tests import testing_utils
 from tests.modeling import deeplab_reference
 
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'import_deeplab_checkpoint.py')
-_SPEC = importlib.util.spec_from_file_location('import_tool', _TOOL)
-import_tool = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(import_tool)
+import_tool = deeplab_testing.import_tool
+our_outputs = deeplab_testing.our_outputs
 
 _SIZE = 65  # DeepLab's crop sizes are 1 + a multiple of the output stride.
 _NUM_CLASSES = 4  # datasets/synthetic.gin's.
@@ -35,51 +34,16 @@ _SCALE, _DEPTH = 0.125, 32
 _EXTRA = {'global_step': [],
           'logits/semantic/weights/Momentum': [1, 1, _DEPTH, _NUM_CLASSES],
           'aspp0/weights/ExponentialMovingAverage': [1, 1, 2048, 256]}
+# An ImageNet checkpoint's classifier, which the import leaves out.
+_CLASSIFIER = 'xception_65/logits/weights'
 
 
-def randomize(session, rng):
-  """Random weights and batch-norm statistics that keep activations O(1)."""
-  feed = {}
-  for variable in tf.compat.v1.global_variables():
-    shape = variable.shape.as_list()
-    name = variable.op.name
-    if name.endswith('moving_variance'):
-      value = rng.uniform(0.5, 2.0, shape)
-    elif name.endswith('gamma'):
-      value = rng.uniform(0.5, 1.5, shape)
-    elif name.endswith(('beta', 'moving_mean', 'biases')):
-      value = rng.normal(0.0, 0.2, shape)
-    elif len(shape) == 4:
-      fan_in = shape[0] * shape[1] * (1 if 'depthwise' in name else shape[2])
-      value = rng.normal(0.0, np.sqrt(1.0 / fan_in), shape)
-    else:
-      value = np.zeros(shape)
-    feed[variable.initializer.inputs[1]] = value.astype(
-        variable.dtype.as_numpy_dtype)
-  # One run: a `load` per variable adds ops to the graph each time.
-  session.run(tf.compat.v1.global_variables_initializer(), feed)
-
-
-def save_randomized(directory, outputs):
-  """Randomizes the graph's variables and saves them as a DeepLab checkpoint.
+def write_reference(directory, images, variant, strides=(16,)):
+  """Writes a DeepLabV3+ checkpoint from the tf-slim reference.
 
   Returns:
-    (prefix, the values of `outputs`, a structure of the graph's tensors).
-  """
-  with tf.compat.v1.Session() as session:
-    randomize(session, np.random.default_rng(0))
-    prefix = tf.compat.v1.train.Saver().save(
-        session, os.path.join(directory, 'model.ckpt'))
-    return prefix, session.run(outputs)
-
-
-def write_reference(directory, images, variant, strides=(16,), decoder=True,
-                    backbone_only=False):
-  """Writes a DeepLab checkpoint from the tf-slim reference.
-
-  Returns:
-    (prefix, {output stride: the reference's logits (or backbone features
-    with `backbone_only`) on `images`}); the strides share the variables.
+    (prefix, {output stride: the reference's logits on `images`}); the
+    strides share the variables.
   """
   outputs = {}
   with tf.Graph().as_default():
@@ -87,33 +51,68 @@ def write_reference(directory, images, variant, strides=(16,), decoder=True,
     for i, stride in enumerate(strides):
       with tf.compat.v1.variable_scope(tf.compat.v1.get_variable_scope(),
                                        reuse=bool(i)):
-        if backbone_only:
-          outputs[stride], _ = deeplab_reference.xception(
-              inputs, variant, stride, _SCALE)
-        else:
-          outputs[stride] = deeplab_reference.deeplab_v3_plus(
-              inputs, variant, stride, _RATES[stride], _NUM_CLASSES,
-              decoder=decoder, scale=_SCALE, depth=_DEPTH)
-    if backbone_only:
-      # An ImageNet checkpoint's classifier, which the import leaves out.
-      tf.compat.v1.get_variable(f'{variant}/logits/weights', [1, 1, 2048, 3])
+        outputs[stride] = deeplab_reference.deeplab_v3_plus(
+            inputs, variant, stride, _RATES[stride], _NUM_CLASSES,
+            scale=_SCALE, depth=_DEPTH)
     for name, shape in _EXTRA.items():
       tf.compat.v1.get_variable(name, shape)
-    return save_randomized(directory, outputs)
+    return deeplab_testing.save_randomized(directory, outputs)
 
 
-def our_outputs(checkpoint, images, backbone=False):
-  """Our model of the gin files, restored by name as Estimator restores."""
+def _xception_65_graph(inputs):
+  """DeepLab's Xception-65 graph at output strides 16 and 8, one set of
+  variables, with an ImageNet classifier and a zoo checkpoint's extras.
+
+  Returns:
+    {'logits': {stride: DeepLabV3+ logits}, 'features': the backbone's
+    features at output stride 16}.
+  """
+  logits, features = {}, {}
+  end_point = 'xception_65/' + deeplab_reference.DECODER_END_POINT[
+      'xception_65']
+  for i, stride in enumerate((16, 8)):
+    with tf.compat.v1.variable_scope(tf.compat.v1.get_variable_scope(),
+                                     reuse=bool(i)):
+      # deeplab_reference.deeplab_v3_plus, keeping the backbone's features.
+      features[stride], end_points = deeplab_reference.xception(
+          inputs, 'xception_65', stride, _SCALE)
+      logits[stride] = deeplab_reference.logits(
+          features[stride], end_points[end_point], _RATES[stride],
+          _NUM_CLASSES, _DEPTH)
+  tf.compat.v1.get_variable(_CLASSIFIER, [1, 1, 2048, 3])
+  for name, shape in _EXTRA.items():
+    tf.compat.v1.get_variable(name, shape)
+  return {'logits': logits, 'features': features[16]}
+
+
+def write_xception_65(root, images):
+  """Writes three DeepLab checkpoints of one random Xception-65 graph.
+
+  'v3_plus' is a zoo DeepLabV3+ checkpoint; 'imagenet' the backbone with
+  its classifier (an ImageNet checkpoint); 'v3' the zoo checkpoint without
+  the decoder's variables (a DeepLabV3 one).
+
+  Returns:
+    ({kind: directory}, the reference's outputs on `images`, as
+    `_xception_65_graph`).
+  """
   with tf.Graph().as_default():
-    model = model_lib.build_model(num_classes=_NUM_CLASSES)
-    outputs = model(tf.constant(images), training=False, with_features=True)
-    saver = tf.compat.v1.train.Saver(model.variables)
-    with tf.compat.v1.Session() as session:
-      saver.restore(session, checkpoint)
-      if backbone:
-        level = str(model_lib.feature_level(model.backbone))
-        return session.run(outputs['backbone_features'][level])
-      return session.run(outputs['logits'])
+    outputs = _xception_65_graph(tf.constant(images))
+    variables = tf.compat.v1.global_variables()
+    kinds = {
+        'v3_plus': [v for v in variables if v.op.name != _CLASSIFIER],
+        'imagenet': [v for v in variables
+                     if v.op.name.startswith('xception_65/')
+                     or v.op.name == 'global_step'],
+        'v3': [v for v in variables if v.op.name != _CLASSIFIER
+               and not v.op.name.startswith('decoder/')]}
+    directories = {kind: os.path.join(root, kind) for kind in kinds}
+    with deeplab_testing.session() as sess:
+      deeplab_testing.randomize(sess, np.random.default_rng(0))
+      for kind, saved in kinds.items():
+        tf.compat.v1.train.Saver(saved).save(
+            sess, os.path.join(directories[kind], 'model.ckpt'))
+      return directories, sess.run(outputs)
 
 
 def _bindings(variant, output_stride):
@@ -130,23 +129,47 @@ _GIN_FILES = ['backbones/xception_65.gin', 'datasets/synthetic.gin']
 
 class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
 
+  @classmethod
+  def setUpClass(cls):
+    """Xception-65's checkpoints, and the import of its zoo one, shared."""
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.images = deeplab_testing.random_images(1, 2, _SIZE, _SIZE)
+    cls.xception_65, cls.expected_65 = write_xception_65(cls.root,
+                                                         cls.images)
+    cls.imported_65 = os.path.join(cls.root, 'imported')
+    gin.clear_config()
+    cls.ours_65, cls.report_65 = import_tool.import_checkpoint(
+        cls.xception_65['v3_plus'], _GIN_FILES, _bindings('xception_65', 16),
+        cls.imported_65)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
   def setUp(self):
     super().setUp()
     gin.clear_config()
-    rng = np.random.default_rng(1)
-    self.images = rng.uniform(-1.0, 1.0, (2, _SIZE, _SIZE, 3)).astype(
-        np.float32)
     self.deeplab_dir = self.create_tempdir().full_path
     self.output_dir = self.create_tempdir().full_path
 
-  @parameterized.parameters(('xception_41', (16, 8)), ('xception_65', (16, 8)),
-                            ('xception_71', (16,)))
-  def test_imported_logits_equal_deeplabs(self, variant, strides):
+  def _imported(self, variant, strides):
+    """(our checkpoint, the report, its directory, DeepLab's logits)."""
+    if variant == 'xception_65':  # Written and imported in setUpClass.
+      return (self.ours_65, self.report_65, self.imported_65,
+              self.expected_65['logits'])
     _, expected = write_reference(self.deeplab_dir, self.images, variant,
                                   strides)
     ours, report = import_tool.import_checkpoint(
         self.deeplab_dir, _GIN_FILES, _bindings(variant, strides[0]),
         self.output_dir)
+    return ours, report, self.output_dir, expected
+
+  @parameterized.parameters(('xception_41', (16, 8)), ('xception_65', (16, 8)),
+                            ('xception_71', (16,)))
+  def test_imported_logits_equal_deeplabs(self, variant, strides):
+    ours, report, output_dir, expected = self._imported(variant, strides)
     for stride in strides:
       # The variables do not depend on the stride: one import serves both.
       gin.clear_config()
@@ -161,39 +184,35 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
         'moving_average': ['aspp0/weights/ExponentialMovingAverage'],
         'optimizer_slot': ['logits/semantic/weights/Momentum']})
     self.assertEmpty(report['not_filled'])
-    with open(os.path.join(self.output_dir, import_tool.REPORT_NAME),
+    with open(os.path.join(output_dir, import_tool.REPORT_NAME),
               encoding='utf-8') as f:
       self.assertEqual(json.load(f)['filled'], report['filled'])
     self.assertEqual(tf.train.load_checkpoint(ours).get_tensor('global_step'),
                      0)
 
   def test_backbone_of_an_imagenet_checkpoint(self):
-    _, expected = write_reference(self.deeplab_dir, self.images,
-                                  'xception_65', backbone_only=True)
     ours, report = import_tool.import_checkpoint(
-        self.deeplab_dir, _GIN_FILES, _bindings('xception_65', 16),
-        self.output_dir, backbone_only=True)
+        self.xception_65['imagenet'], _GIN_FILES,
+        _bindings('xception_65', 16), self.output_dir, backbone_only=True)
     features = our_outputs(ours, self.images, backbone=True)
-    self.assertAllClose(features, expected[16], rtol=0.0, atol=1e-4)
-    self.assertEqual(report['unused']['other'],
-                     ['xception_65/logits/weights'])
+    self.assertGreater(np.std(self.expected_65['features']), 0.1)
+    self.assertAllClose(features, self.expected_65['features'], rtol=0.0,
+                        atol=1e-4)
+    self.assertEqual(report['unused']['other'], [_CLASSIFIER])
     self.assertIn('concat_projection', ' '.join(report['not_filled']))
     self.assertNotIn('entry_flow', ' '.join(report['not_filled']))
 
   def test_estimator_evaluates_the_imported_model_dir(self):
     # What --mode=eval does: the model_fn's graph restores our checkpoint.
-    write_reference(self.deeplab_dir, self.images, 'xception_65')
-    bindings = _bindings('xception_65', 16)
-    import_tool.import_checkpoint(self.deeplab_dir, _GIN_FILES, bindings,
-                                  self.output_dir)
+    # Evaluation only adds eval/ to the shared import's directory.
     data_dir = self.create_tempdir().full_path
     testing_utils.write_tiny_dataset(data_dir, num_train=2, num_val=2)
-    gin.clear_config()
     gin_config.parse(
         ['experiments/quickstart.gin', 'backbones/xception_65.gin'],
-        testing_utils.tiny_bindings(data_dir, extra=bindings),
+        testing_utils.tiny_bindings(
+            data_dir, extra=_bindings('xception_65', 16)),
         finalize=False)
-    config = run_config_lib.build_run_config(self.output_dir)
+    config = run_config_lib.build_run_config(self.imported_65)
     estimator, _, eval_fn = estimator_lib.build_estimator(config)[:3]
     result = estimator.evaluate(eval_fn, steps=None)
     self.assertEqual(result['global_step'], 0)
@@ -201,14 +220,12 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_missing_variables_are_refused_by_name(self):
     # A DeepLabV3 checkpoint (no decoder) for a DeepLabV3+ model.
-    write_reference(self.deeplab_dir, self.images, 'xception_41',
-                    decoder=False)
     with self.assertRaisesRegex(
         deeplab_names.DeepLabImportError,
         r'25 variable\(s\) missing \[decoder/decoder_conv0_depthwise/'
         r'BatchNorm/beta.*decoder/feature_projection0/weights\]'):
       import_tool.import_checkpoint(
-          self.deeplab_dir, _GIN_FILES, _bindings('xception_41', 16),
+          self.xception_65['v3'], _GIN_FILES, _bindings('xception_65', 16),
           self.output_dir)
 
   def test_paths_it_cannot_use_are_named_before_any_work(self):
@@ -227,7 +244,7 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_the_binary_exits_2_naming_what_is_wrong(self):
     result = subprocess.run(
-        [sys.executable, _TOOL, f'--deeplab_checkpoint={self.deeplab_dir}',
+        [sys.executable, deeplab_testing.TOOL_PATH, f'--deeplab_checkpoint={self.deeplab_dir}',
          '--gin_file=backbones/xception_65.gin',
          '--gin_file=datasets/synthetic.gin',
          f'--output_dir={self.output_dir}'],

@@ -5,7 +5,6 @@ import shutil
 import tempfile
 
 import gin
-import numpy as np
 import tensorflow as tf
 
 from official_seg.export import predictor
@@ -14,9 +13,9 @@ from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
+from tests import deeplab_testing
 from tests import testing_utils
 from tests.modeling import deeplab_mobilenet_test as mobilenet_test
-from tests.tools import import_deeplab_checkpoint_test as import_test
 from tests.training import warm_start_test
 
 _HEIGHT, _WIDTH = 41, 49
@@ -32,15 +31,14 @@ class ImportedCheckpointUseTest(testing_utils.TinyDataTestCase):
     """One DeepLab checkpoint and its import, shared by the tests."""
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.images = np.random.default_rng(2).uniform(
-        -1.0, 1.0, (1, _HEIGHT, _WIDTH, 3)).astype(np.float32)
+    cls.images = deeplab_testing.random_images(2, 1, _HEIGHT, _WIDTH)
     deeplab_dir = os.path.join(cls.root, 'deeplab')
     os.makedirs(deeplab_dir)
     _, cls.expected = mobilenet_test.write_reference(deeplab_dir, cls.images,
                                                      (16,))
     cls.imported = os.path.join(cls.root, 'imported')
     gin.clear_config()
-    cls.ours, _ = import_test.import_tool.import_checkpoint(
+    cls.ours, _ = deeplab_testing.import_tool.import_checkpoint(
         deeplab_dir, mobilenet_test.GIN_FILES, mobilenet_test.bindings(16),
         cls.imported)
 

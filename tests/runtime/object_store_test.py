@@ -134,7 +134,7 @@ class ObjectStoreTest(tf.test.TestCase):
 
   def _evaluator_killed_after_its_first_record(self, model_dir):
     evaluator = subprocess.Popen(
-        self._command(model_dir, 'continuous_eval', 2),
+        self._command(model_dir, 'continuous_eval', 4),
         cwd=testing_utils.REPO, env=self._env(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True)
     lines = []
@@ -150,10 +150,10 @@ class ObjectStoreTest(tf.test.TestCase):
   def test_train_evaluate_restart_and_export_on_the_store(self):
     model = 'run'
     model_dir = f'gs://{_BUCKET}/{model}'
-    trained = self._run(model_dir, 'train', 2)
+    trained = self._run(model_dir, 'train', 4)
     self.assertEqual(trained.returncode, 0, trained.stderr[-3000:])
     names = self.store.names(_BUCKET, model + '/')
-    for step in (0, 2):
+    for step in (0, 2, 4):
       self.assertIn(f'{model}/model.ckpt-{step}.index', names)
     self.assertContainsSubset({f'{model}/checkpoint',
                                f'{model}/operative_config-0.gin'}, names)
@@ -164,29 +164,30 @@ class ObjectStoreTest(tf.test.TestCase):
     log = self._evaluator_killed_after_its_first_record(model_dir)
     self.assertIn(f'Restoring parameters from {model_dir}/model.ckpt-0', log)
     self.assertEqual(self._records(model), [0], log[-3000:])
-    restarted = self._run(model_dir, 'continuous_eval', 2)
+    restarted = self._run(model_dir, 'continuous_eval', 4)
     self.assertEqual(restarted.returncode, 0, restarted.stderr[-3000:])
     self.assertNotIn('Evaluation at step 0', restarted.stderr)
-    self.assertIn('Evaluation at step 2 (3 images)', restarted.stderr)
-    self.assertEqual(self._records(model), [0, 2])
-
-    # train_and_eval resumes at step 2 from the store and records step 4.
-    resumed = self._run(model_dir, 'train_and_eval', 4)
-    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
-    self.assertIn(f'Restoring parameters from {model_dir}/model.ckpt-2',
-                  resumed.stderr)
+    for step in (2, 4):
+      self.assertIn(f'Evaluation at step {step} (3 images)', restarted.stderr)
     self.assertEqual(self._records(model), [0, 2, 4])
+
+    # train_and_eval resumes at step 4 from the store and records step 6.
+    resumed = self._run(model_dir, 'train_and_eval', 6)
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertIn(f'Restoring parameters from {model_dir}/model.ckpt-4',
+                  resumed.stderr)
+    self.assertEqual(self._records(model), [0, 2, 4, 6])
     self.assertEqual(
         [n for n in self.store.names(_BUCKET, f'{model}/eval/records/')
          if n.endswith('.json')],
-        [f'{model}/eval/records/step-{s:012d}.json' for s in (0, 2, 4)])
+        [f'{model}/eval/records/step-{s:012d}.json' for s in (0, 2, 4, 6)])
 
-    exported = self._run(model_dir, 'export', 4)
+    exported = self._run(model_dir, 'export', 6)
     self.assertEqual(exported.returncode, 0, exported.stderr[-3000:])
     export = [n for n in self.store.names(_BUCKET, f'{model}/export/')
               if n.endswith('/saved_model.pb')]
     self.assertLen(export, 1)
-    self.assertIn(f'Exported {model_dir}/model.ckpt-4 to '
+    self.assertIn(f'Exported {model_dir}/model.ckpt-6 to '
                   f'gs://{_BUCKET}/{os.path.dirname(export[0])}',
                   exported.stderr)
     # No folder renamed into place: no temporary export left behind.
@@ -202,10 +203,10 @@ class ObjectStoreTest(tf.test.TestCase):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, 'wb') as f:
           f.write(self.store.read(_BUCKET, name))
-    model_of_step_4 = predictor.Predictor(local)
-    self.assertEqual(model_of_step_4.global_step, 4)
+    model_of_step_6 = predictor.Predictor(local)
+    self.assertEqual(model_of_step_6.global_step, 6)
     image = tf.io.encode_png(np.zeros([30, 37, 3], np.uint8)).numpy()
-    self.assertEqual(model_of_step_4(image).shape, (30, 37))
+    self.assertEqual(model_of_step_6(image).shape, (30, 37))
 
   def test_plain_http_reads_of_large_objects_crash_the_client(self):
     # Why the store is reached over HTTPS: over plain HTTP libcurl hands

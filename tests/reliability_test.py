@@ -85,7 +85,7 @@ class ReliabilityTest(tf.test.TestCase):
     # Three processes, one model dir: a SIGKILL inside the save of step 4
     # (its files written, the state file not updated), a kill -9 of
     # train_and_eval once a later checkpoint is listed, and a rerun.
-    bindings = self._bindings(8)
+    bindings = self._bindings(6)
     crashed = _run(self.model_dir, bindings, mode='train', driver=_CRASH_IN_SAVE)
     self.assertEqual(crashed.returncode, -signal.SIGKILL, crashed.stderr[-3000:])
     self.assertEqual(self._latest_step(), 2)
@@ -99,7 +99,7 @@ class ReliabilityTest(tf.test.TestCase):
 
     rerun = _run(self.model_dir, bindings)
     self.assertEqual(rerun.returncode, 0, rerun.stderr[-3000:])
-    self.assertEqual(self._latest_step(), 8)
+    self.assertEqual(self._latest_step(), 6)
     steps = _steps(self.model_dir)
     # Every kept checkpoint once and in step order, but for the untrained
     # step-0 one, which train_and_eval does not evaluate.
@@ -144,7 +144,7 @@ class InProcessFaultsTest(testing_utils.TinyDataTestCase):
     return experiment.run('train', self.model_dir)
 
   def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(self):
-    self._run(3)
+    testing_utils.copy_trained_tiny_model(self.model_dir, train_steps=3)
     # A zero stddev divides the images by zero: the loss is NaN from here on.
     with self.assertRaises(tf.errors.InvalidArgumentError) as caught:
       self._run(6, ['Parser.stddev_rgb = [0.0, 0.0, 0.0]'])
@@ -190,7 +190,7 @@ class InProcessFaultsTest(testing_utils.TinyDataTestCase):
         os.path.join(self.model_dir, 'checkpoint')))
 
   def test_incompatible_checkpoint_in_model_dir_says_so(self):
-    self._run(2)
+    testing_utils.copy_trained_tiny_model(self.model_dir, train_steps=3)
     with self.assertRaises(experiment.USER_ERRORS) as caught:
       self._run(4, [
           'NUM_CLASSES = 5',

@@ -1,8 +1,10 @@
 """Shared test helpers: tiny synthetic shards and a tiny quickstart config."""
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,6 +18,7 @@ from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.export import tflite_runner
+from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +77,31 @@ def parse_tiny_quickstart(data_dir, train_steps=3, extra=(), finalize=False):
   gin_config.parse(['experiments/quickstart.gin'],
                    tiny_bindings(data_dir, train_steps, extra),
                    finalize=finalize)
+
+
+# {train_steps: model dir} of the models `copy_trained_tiny_model` trained in
+# this process.
+_TRAINED = {}
+
+
+def copy_trained_tiny_model(model_dir, train_steps=3):
+  """Copies a tiny quickstart model, trained `train_steps` steps, to `model_dir`.
+
+  For tests whose subject is not the training: the model is trained once
+  per process on tiny shards of its own, into a folder that outlives the
+  test classes, and every caller gets its own copy. Its checkpoints are
+  those of `parse_tiny_quickstart(data_dir, train_steps)` then
+  `experiment.run('train', ...)`. Leaves the gin config cleared.
+  """
+  if train_steps not in _TRAINED:
+    root = tempfile.mkdtemp(prefix='trained_tiny_model_')
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    write_tiny_dataset(os.path.join(root, 'data'))
+    parse_tiny_quickstart(os.path.join(root, 'data'), train_steps)
+    experiment.run('train', os.path.join(root, 'model'))
+    _TRAINED[train_steps] = os.path.join(root, 'model')
+  gin.clear_config()
+  shutil.copytree(_TRAINED[train_steps], model_dir)
 
 
 def parse_tiny_platform(data_dir, platform, extra=(), train_steps=2):

@@ -41,7 +41,7 @@ def _png(array):
 
 
 class ExportTest(tf.test.TestCase):
-  """One tiny model trained with train_and_eval, exported, loaded once."""
+  """One tiny model trained with train_and_eval, its export loaded once."""
 
   @classmethod
   def setUpClass(cls):
@@ -59,7 +59,9 @@ class ExportTest(tf.test.TestCase):
     # label maps of all four classes.
     tf.keras.utils.set_random_seed(2)
     experiment.run('train_and_eval', cls.model_dir)
-    experiment.run('export', cls.model_dir)
+    # The newest of the exporters' SavedModels (latest and best, both of
+    # step 2); --mode=export writes its own in
+    # test_windowed_export_tiles_as_evaluation_does.
     cls.export_dir = predictor.find_saved_model(cls.model_dir)
     cls.loaded = tf.saved_model.load(cls.export_dir)
     files = glob.glob(tfexample.shard_pattern(cls.data_dir, 'val'))
@@ -135,6 +137,8 @@ class ExportTest(tf.test.TestCase):
     experiment.run('export', self.model_dir)
     export_dir = predictor.find_saved_model(self.model_dir)
     try:
+      # --mode=export writes export/<timestamp>/, the newest SavedModel.
+      self.assertRegex(export_dir, r'/export/\d+$')
       estimator, _, eval_fn = estimator_lib.build_estimator(
           run_config_lib.build_run_config(self.model_dir))[:3]
       expected = list(estimator.predict(eval_fn))[:len(self.encoded)]
@@ -239,7 +243,6 @@ class ExportTest(tf.test.TestCase):
       variables = tf.train.load_checkpoint(
           os.path.join(export_dir, 'variables', 'variables'))
       self.assertEqual(variables.get_tensor('global_step'), step, name)
-    self.assertRegex(self.export_dir, r'/export/\d+$')
 
   def test_export_without_checkpoint_names_the_model_dir(self):
     empty = self.create_tempdir().full_path

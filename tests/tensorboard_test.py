@@ -16,7 +16,6 @@ import tensorflow as tf
 
 from official_seg.data import palettes
 from official_seg.evaluation import results
-from official_seg.runtime import experiment
 from tests import testing_utils
 
 _TENSORBOARD = os.path.join(os.path.dirname(sys.executable), 'tensorboard')
@@ -54,16 +53,15 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    # Trained in this process: the binary's own train_and_eval run is
-    # tests/train_and_eval_test.py's; the subject here is what a real
-    # TensorBoard serves of the model dir such a run writes.
-    testing_utils.parse_tiny_quickstart(
-        self.data_dir, train_steps=_TRAIN_STEPS,
-        # The users' default, which tiny_bindings turns off.
-        extra=['build_run_config.save_graph_def = True',
-               f'host_call.image_summary_steps = {_CHECKPOINT_STEPS}',
-               f'build_run_config.save_checkpoints_steps = {_CHECKPOINT_STEPS}'])
-    experiment.run('train_and_eval', self.model_dir)
+    run = testing_utils.run_binary(
+        self.model_dir, testing_utils.tiny_bindings(
+            self.data_dir, train_steps=_TRAIN_STEPS,
+            # The users' default, which tiny_bindings turns off.
+            extra=['build_run_config.save_graph_def = True',
+                   f'host_call.image_summary_steps = {_CHECKPOINT_STEPS}',
+                   'build_run_config.save_checkpoints_steps = '
+                   f'{_CHECKPOINT_STEPS}']))
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
     self.port = _free_port()
     server = subprocess.Popen(
         [_TENSORBOARD, f'--logdir={self.model_dir}', '--host=127.0.0.1',

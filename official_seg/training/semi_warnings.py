@@ -7,6 +7,7 @@ import gin
 import tensorflow as tf
 
 from official_seg.training import pseudo_labels
+from official_seg.training import summaries
 
 # The step's scalars the warnings read (semi_supervised.build_step,
 # model_fn's 'loss/...' scalars).
@@ -151,13 +152,6 @@ def signals(model, step_losses, pseudo, labeled_pseudo, labels, dataset):
           *labeled_pseudo, labels, num_classes, ignore)}
 
 
-def _state(name, value):
-  """A host-side local variable (not saved; every session starts afresh)."""
-  return tf.compat.v1.Variable(
-      value, trainable=False, name=name,
-      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
-
-
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class SemiSupervisedWarnings:
@@ -235,8 +229,8 @@ class SemiSupervisedWarnings:
   def _average(self, name, value):
     """The moving average of `value` after this step (its first value first)."""
     name = 'semi_warnings_' + name.replace('/', '_')
-    average = _state(name + '_average', 0.0)
-    seen = _state(name + '_seen', False)
+    average = summaries.host_state(name + '_average', 0.0)
+    seen = summaries.host_state(name + '_seen', False)
     updated = tf.where(seen, self.decay * average + (1 - self.decay) * value,
                        value)
     # `seen` is read above: it may change only once that read is done.
@@ -247,7 +241,7 @@ class SemiSupervisedWarnings:
 
   def _rise(self, loss, warm):
     """The loss average's rise over its lowest since the warm-up; 0 before."""
-    lowest = _state('semi_warnings_lowest_loss', float('inf'))
+    lowest = summaries.host_state('semi_warnings_lowest_loss', float('inf'))
     lowest_now = tf.where(warm, tf.minimum(lowest, loss), lowest)
     rise = tf.where(warm, tf.math.divide_no_nan(loss, lowest_now) - 1.0, 0.0)
     with tf.control_dependencies([lowest.assign(lowest_now)]):

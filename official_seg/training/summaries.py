@@ -102,8 +102,12 @@ def _flatten(global_step, registered, histograms):
   return tensors
 
 
-def _state(name, value):
-  """A local variable of the host_call (reinitialised by every session)."""
+def host_state(name, value):
+  """A local variable of the host_call (reinitialised by every session).
+
+  For state kept across steps on the host: the host_call's own rates and
+  `Registered.host_checks`. Local, so checkpoints never hold it.
+  """
   return tf.compat.v1.Variable(
       value, trainable=False, name=name,
       collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
@@ -115,8 +119,8 @@ def _examples_per_second(step, examples, record):
   Written by hand: TPUEstimator's ExamplesPerSecondHook writes its own event
   file, on TPUs only and outside the host_call.
   """
-  last_time = _state('summaries_last_time', tf.constant(0.0, tf.float64))
-  last_step = _state('summaries_last_step', tf.constant(-1, tf.int64))
+  last_time = host_state('summaries_last_time', tf.constant(0.0, tf.float64))
+  last_step = host_state('summaries_last_step', tf.constant(-1, tf.int64))
   now = tf.timestamp()
   rate = tf.math.divide_no_nan(
       tf.cast(step - last_step, tf.float32) * examples,
@@ -169,8 +173,9 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
     step = values['step'][0]
     writer = tf.summary.create_file_writer(model_dir, max_queue=every_n_steps)
     with writer.as_default():
-      _write_every_n(values, step, every_n_steps)
-      checks = _run_checks(registered.host_checks, values, step, every_n_steps)
+      record = tf.equal(step % every_n_steps, 0)
+      _write_every_n(values, step, record)
+      checks = _run_checks(registered.host_checks, values, step, record)
       if image_summary_steps:
         with tf.summary.record_if(tf.equal(step % image_summary_steps, 0)):
           for name, value in values.items():
@@ -183,11 +188,10 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
   return host_fn, [tensors[name] for name in names]
 
 
-def _run_checks(checks, values, step, every_n_steps):
+def _run_checks(checks, values, step, record):
   """The ops of `Registered.host_checks` on shard 0's scalars."""
   scalars = {name[len('scalar:'):]: value[0]
              for name, value in values.items() if name.startswith('scalar:')}
-  record = tf.equal(step % every_n_steps, 0)
   return [check(scalars, step, record) for check in checks]
 
 
@@ -196,9 +200,9 @@ def _shards(values):
   return values['step'].shape[0] or 1
 
 
-def _write_every_n(values, step, every_n_steps):
-  """The scalars, histograms and examples per second of `host_call`."""
-  record = tf.equal(step % every_n_steps, 0)
+def _write_every_n(values, step, record):
+  """The scalars, histograms and examples per second of `host_call`, on the
+  steps where `record` (every `every_n_steps`) holds."""
   with tf.summary.record_if(record):
     for name, value in values.items():
       if name.startswith('scalar:'):

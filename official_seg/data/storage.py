@@ -19,12 +19,14 @@ _SCHEME = '://'
 # defaults but for the block size: with the block cache off (max size 0) its
 # read buffer copies from a wrong offset when a read goes back in a file, as
 # reading a checkpoint's index does (SIGSEGV while saving a checkpoint); block
-# size 0 sends every read straight to the store, uncached.
+# size 0 sends every read straight to the store, uncached. Nor the stat cache:
+# the client's writer leaves it alone, so a read of a file the process has
+# just rewritten shorter (best/best.json) expects the old length and fails.
 GCS_PLUGIN_DEFAULTS = {
     'GCS_READ_CACHE_BLOCK_SIZE_MB': '0',
     'GCS_READ_CACHE_MAX_SIZE_MB': '0',
     'GCS_READ_CACHE_MAX_STALENESS': '0',
-    'GCS_STAT_CACHE_MAX_AGE': '5',
+    'GCS_STAT_CACHE_MAX_AGE': '0',
     'GCS_STAT_CACHE_MAX_ENTRIES': '1024',
 }
 

@@ -328,9 +328,11 @@ def export_best(serving, enabled=True, exports_to_keep=2):
   Returns:
     str, the SavedModel directory, or None when disabled or before any best.
   """
+  if not enabled:
+    return None
   model_dir = serving.estimator.model_dir
   best = best_checkpoint.read_best(model_dir)
-  if not enabled or not best:
+  if not best:
     return None
   exporter = SavedModelExporter('best', serving, exports_to_keep)
   export_dir = exporter.export(

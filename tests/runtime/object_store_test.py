@@ -132,6 +132,25 @@ class ObjectStoreTest(tf.test.TestCase):
         _BUCKET, prefix + 'confusion_matrix-20.json'))['matrix'],
                      [[1, 0], [0, 1]])
 
+  def test_a_file_rewritten_shorter_reads_back_whole(self):
+    # The plugin's writer leaves its stat cache alone, so with a cache
+    # (GCS_STAT_CACHE_MAX_AGE above 0) a read of a file this process just
+    # rewrote shorter expects the old length and fails ("File contents are
+    # inconsistent"), as best/best.json did in a restarted evaluator.
+    path = f'gs://{_BUCKET}/rewritten/best.json'
+    written = self._python(
+        'import tensorflow as tf\n'
+        'from official_seg.data import storage\n'
+        'storage.set_gcs_plugin_defaults()\n'
+        f'storage.write_whole({path!r}, "x" * 40)\n'
+        f'with tf.io.gfile.GFile({path!r}) as f:\n'
+        '  f.read()\n'
+        f'storage.write_whole({path!r}, "y" * 30)\n'
+        f'with tf.io.gfile.GFile({path!r}) as f:\n'
+        '  print(f.read())\n')
+    self.assertEqual(written.returncode, 0, written.stderr[-3000:])
+    self.assertEqual(written.stdout.split()[-1], 'y' * 30)
+
   def _evaluator_killed_after_its_first_record(self, model_dir):
     evaluator = subprocess.Popen(
         self._command(model_dir, 'continuous_eval', 4),

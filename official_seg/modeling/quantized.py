@@ -158,6 +158,10 @@ def _with_model_garden_aspp(float_model):
                                      float_model.head)
 
 
+# Model Garden's QAT factory and Keras's from_config call tfmot's layers many
+# times over: AutoGraph would convert each call, and their code needs none of
+# its conversions (the same graph ops are built without it).
+@tf.autograph.experimental.do_not_convert
 def _build_template(num_classes, input_size):
   """Runs eagerly: the float model, quantized by Model Garden's factory.
 
@@ -267,7 +271,8 @@ def from_template(built, input_size):
   config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
   tfmot, _, _ = _model_optimization()
   with tfmot.quantization.keras.quantize_scope(_SCOPE):
-    return tf.keras.Model.from_config(config)
+    return tf.autograph.experimental.do_not_convert(
+        tf.keras.Model.from_config)(config)
 
 
 def build_quantized_model(num_classes, input_size):

@@ -7,6 +7,7 @@ import os
 
 from absl import flags
 from absl.testing import flagsaver
+import gin
 
 from tests import testing_utils
 
@@ -88,9 +89,18 @@ def _tool_flags(module):
 
 
 def run(module, **flag_values):
-  """main() of a `load`ed tool, with these flags set; returns a `Run`."""
+  """main() of a `load`ed tool, with these flags set; returns a `Run`.
+
+  As in a process of its own, the tool starts with an empty gin config; the
+  config it parses ends with the call.
+  """
   stdout, stderr = io.StringIO(), io.StringIO()
-  with _tool_flags(module), flagsaver.flagsaver(**flag_values):
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-      status = module.main([module.__name__])
+  gin.clear_config()
+  try:
+    with _tool_flags(module), flagsaver.flagsaver(**flag_values):
+      with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(
+          stderr):
+        status = module.main([module.__name__])
+  finally:
+    gin.clear_config()
   return Run(status, stdout.getvalue(), stderr.getvalue())

@@ -92,7 +92,8 @@ def run(module, **flag_values):
   """main() of a `load`ed tool, with these flags set; returns a `Run`.
 
   As in a process of its own, the tool starts with an empty gin config; the
-  config it parses ends with the call.
+  config it parses ends with the call. `status` is the exit status that
+  app.run would give: what main() returned, or its SystemExit's code.
   """
   stdout, stderr = io.StringIO(), io.StringIO()
   gin.clear_config()
@@ -100,7 +101,12 @@ def run(module, **flag_values):
     with _tool_flags(module), flagsaver.flagsaver(**flag_values):
       with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(
           stderr):
-        status = module.main([module.__name__])
+        try:
+          status = module.main([module.__name__])
+        except SystemExit as exit_:  # As a mistake ends a tool's process.
+          status = exit_.code
   finally:
     gin.clear_config()
-  return Run(status, stdout.getvalue(), stderr.getvalue())
+  # app.run exits with main's value, and a main that returns nothing with 0.
+  return Run(0 if status is None else status, stdout.getvalue(),
+             stderr.getvalue())

@@ -23,9 +23,49 @@ class Run:
     self.status, self.stdout, self.stderr = status, stdout, stderr
 
 
-def _module_dicts(registry):
-  return {key: {module: list(entries) for module, entries in
-                registry.__dict__[key].items()} for key in _MODULE_DICTS}
+def _snapshot(registry):
+  """What loading a tool changes in `registry`, to put back after it."""
+  return dict(
+      flags=dict(registry._flags()),  # pylint: disable=protected-access
+      validators={flag: list(flag.validators)
+                  for flag in registry._flags().values()},  # pylint: disable=protected-access
+      modules={key: {module: list(entries) for module, entries in
+                     registry.__dict__[key].items()} for key in _MODULE_DICTS})
+
+
+def _exec_aside(spec, module, registry):
+  """Runs the module's code; its flags replace any others of their names."""
+  overridable = {flag: flag.allow_override
+                 for flag in registry._flags().values()}  # pylint: disable=protected-access
+  for flag in overridable:
+    flag.allow_override = True
+  try:
+    spec.loader.exec_module(module)
+  finally:
+    for flag, allow in overridable.items():
+      flag.allow_override = allow
+
+
+def _set_aside(module, registry, before):
+  """Moves `module`'s flags, and validators it added, out of `registry`."""
+  own = registry.flags_by_module_dict().get(module.__name__, [])
+  module.tool_flags = {name: flag for name, flag in registry._flags().items()  # pylint: disable=protected-access
+                       if flag in own}
+  # A tool may mark a shared flag (--gin_file) required.
+  module.tool_validators = {}
+  for flag, validators in before['validators'].items():
+    module.tool_validators[flag] = flag.validators[len(validators):]
+    flag.validators[:] = validators
+  for key, saved in before['modules'].items():
+    dicts = {owner: entries for owner, entries in registry.__dict__[key].items()
+             if owner != module.__name__}
+    dicts.update(saved)
+    registry.__dict__[key] = dicts
+  for name in module.tool_flags:
+    if name in before['flags']:
+      registry._flags()[name] = before['flags'][name]  # pylint: disable=protected-access
+    else:
+      del registry._flags()[name]  # pylint: disable=protected-access
 
 
 def load(name):
@@ -33,9 +73,9 @@ def load(name):
 
   Tools define flags of the same names (--output_dir, --layout...) in the
   one absl registry, and pytest imports every test file into each worker.
-  So the tool's own flags leave the registry once it is loaded; `run` puts
-  them back for the length of one call. Flags of modules that it imports
-  stay, as after any import.
+  So the tool's own flags, and validators it adds to shared flags, leave the
+  registry once it is loaded; `run` puts them back for the length of one
+  call. Flags of modules that it imports stay, as after any import.
 
   Args:
     name: the tool's file name without `.py`.
@@ -47,28 +87,9 @@ def load(name):
   spec = importlib.util.spec_from_file_location(f'{name}_tool', path)
   module = importlib.util.module_from_spec(spec)
   registry = flags.FLAGS
-  before, module_dicts = dict(registry._flags()), _module_dicts(registry)  # pylint: disable=protected-access
-  overridable = {flag: flag.allow_override for flag in before.values()}
-  for flag in overridable:
-    flag.allow_override = True  # The tool's flag replaces another's name.
-  try:
-    spec.loader.exec_module(module)
-  finally:
-    for flag, allow in overridable.items():
-      flag.allow_override = allow
-  own = registry.flags_by_module_dict().get(module.__name__, [])
-  module.tool_flags = {name: flag for name, flag in registry._flags().items()  # pylint: disable=protected-access
-                       if flag in own}
-  for key, saved in module_dicts.items():
-    dicts = {owner: entries for owner, entries in registry.__dict__[key].items()
-             if owner != module.__name__}
-    dicts.update(saved)
-    registry.__dict__[key] = dicts
-  for flag_name in module.tool_flags:
-    if flag_name in before:
-      registry._flags()[flag_name] = before[flag_name]  # pylint: disable=protected-access
-    else:
-      del registry._flags()[flag_name]  # pylint: disable=protected-access
+  before = _snapshot(registry)
+  _exec_aside(spec, module, registry)
+  _set_aside(module, registry, before)
   return module
 
 
@@ -78,9 +99,13 @@ def _tool_flags(module):
   registry = flags.FLAGS._flags()  # pylint: disable=protected-access
   others = {name: registry.get(name) for name in module.tool_flags}
   registry.update(module.tool_flags)
+  for flag, validators in module.tool_validators.items():
+    flag.validators.extend(validators)
   try:
     yield
   finally:
+    for flag, validators in module.tool_validators.items():
+      del flag.validators[len(flag.validators) - len(validators):]
     for name, flag in others.items():
       if flag is None:
         del registry[name]

@@ -33,14 +33,16 @@ def _snapshot(registry):
                      registry.__dict__[key].items()} for key in _MODULE_DICTS})
 
 
-def _exec_aside(spec, module, registry):
-  """Runs the module's code; its flags replace any others of their names."""
+def _exec_aside(spec, module, registry, define):
+  """Runs the module's code and `define`; its flags replace any others'."""
   overridable = {flag: flag.allow_override
                  for flag in registry._flags().values()}  # pylint: disable=protected-access
   for flag in overridable:
     flag.allow_override = True
   try:
     spec.loader.exec_module(module)
+    if define:
+      getattr(module, define)()
   finally:
     for flag, allow in overridable.items():
       flag.allow_override = allow
@@ -68,7 +70,7 @@ def _set_aside(module, registry, before):
       del registry._flags()[name]  # pylint: disable=protected-access
 
 
-def load(name):
+def load(name, folder='tools', define=None):
   """tools/<name>.py as a module whose flags live aside from the registry.
 
   Tools define flags of the same names (--output_dir, --layout...) in the
@@ -79,16 +81,19 @@ def load(name):
 
   Args:
     name: the tool's file name without `.py`.
+    folder: the tool's folder in the repository.
+    define: the name of a function of the module that defines its flags,
+      for a module that defines them only when run as a program.
 
   Returns:
     The module; `run(module, ...)` calls its main().
   """
-  path = os.path.join(testing_utils.REPO, 'tools', name + '.py')
+  path = os.path.join(testing_utils.REPO, folder, name + '.py')
   spec = importlib.util.spec_from_file_location(f'{name}_tool', path)
   module = importlib.util.module_from_spec(spec)
   registry = flags.FLAGS
   before = _snapshot(registry)
-  _exec_aside(spec, module, registry)
+  _exec_aside(spec, module, registry, define)
   _set_aside(module, registry, before)
   return module
 

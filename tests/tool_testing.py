@@ -23,12 +23,17 @@ class Run:
     self.status, self.stdout, self.stderr = status, stdout, stderr
 
 
+def _registered(registry):
+  """{name: Flag} of the registry, which `run` changes in place."""
+  return registry._flags()  # pylint: disable=protected-access
+
+
 def _snapshot(registry):
   """What loading a tool changes in `registry`, to put back after it."""
   return dict(
-      flags=dict(registry._flags()),  # pylint: disable=protected-access
+      flags=dict(_registered(registry)),
       validators={flag: list(flag.validators)
-                  for flag in registry._flags().values()},  # pylint: disable=protected-access
+                  for flag in _registered(registry).values()},
       modules={key: {module: list(entries) for module, entries in
                      registry.__dict__[key].items()} for key in _MODULE_DICTS})
 
@@ -36,7 +41,7 @@ def _snapshot(registry):
 def _exec_aside(spec, module, registry, define):
   """Runs the module's code and `define`; its flags replace any others'."""
   overridable = {flag: flag.allow_override
-                 for flag in registry._flags().values()}  # pylint: disable=protected-access
+                 for flag in _registered(registry).values()}
   for flag in overridable:
     flag.allow_override = True
   try:
@@ -51,13 +56,14 @@ def _exec_aside(spec, module, registry, define):
 def _set_aside(module, registry, before):
   """Moves `module`'s flags, and validators it added, out of `registry`."""
   own = registry.flags_by_module_dict().get(module.__name__, [])
-  module.tool_flags = {name: flag for name, flag in registry._flags().items()  # pylint: disable=protected-access
-                       if flag in own}
+  module.tool_flags = {name: flag for name, flag in
+                       _registered(registry).items() if flag in own}
   # A tool may mark a shared flag (--gin_file) required.
   module.tool_validators = {}
   for flag, validators in before['validators'].items():
-    module.tool_validators[flag] = flag.validators[len(validators):]
-    flag.validators[:] = validators
+    if len(flag.validators) > len(validators):
+      module.tool_validators[flag] = flag.validators[len(validators):]
+      flag.validators[:] = validators
   for key, saved in before['modules'].items():
     dicts = {owner: entries for owner, entries in registry.__dict__[key].items()
              if owner != module.__name__}
@@ -65,9 +71,9 @@ def _set_aside(module, registry, before):
     registry.__dict__[key] = dicts
   for name in module.tool_flags:
     if name in before['flags']:
-      registry._flags()[name] = before['flags'][name]  # pylint: disable=protected-access
+      _registered(registry)[name] = before['flags'][name]
     else:
-      del registry._flags()[name]  # pylint: disable=protected-access
+      del _registered(registry)[name]
 
 
 def load(name, folder='tools', define=None):
@@ -101,7 +107,7 @@ def load(name, folder='tools', define=None):
 @contextlib.contextmanager
 def _tool_flags(module):
   """The registry holding `module`'s flags under their names."""
-  registry = flags.FLAGS._flags()  # pylint: disable=protected-access
+  registry = _registered(flags.FLAGS)
   others = {name: registry.get(name) for name in module.tool_flags}
   registry.update(module.tool_flags)
   for flag, validators in module.tool_validators.items():

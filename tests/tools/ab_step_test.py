@@ -1,4 +1,4 @@
-"""Tests for tools/ab_step.py: its main() in-process, a usage error as a process."""
+"""tools/ab_step.py: its main() in-process, a usage error as a process."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""The build_tfrecords tool: flags, summaries, bad data; one run as a process."""
+"""tools/build_tfrecords.py: flags, summaries, bad data; one run a process."""
 
 import os
 import subprocess

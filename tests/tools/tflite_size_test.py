@@ -1,4 +1,4 @@
-"""tools/tflite_size.py on a tiny float32 and int8 pair; a mistake as a process."""
+"""tools/tflite_size.py on a tiny float32 and int8 pair; a mistake a process."""
 
 import os
 import subprocess

@@ -9,6 +9,9 @@ from absl import flags
 from absl.testing import flagsaver
 import gin
 
+# The flags that tools share exist before any tool loads, so validators that a
+# tool adds to them (a required --gin_file) are set aside with its own flags.
+from official_seg import flags as seg_flags  # pylint: disable=unused-import
 from tests import testing_utils
 
 # FlagValues' records of which module defined or adopted which flags.

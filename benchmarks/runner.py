@@ -135,9 +135,14 @@ def main(argv):
                    FLAGS.peer_train_mean_iou))
 
 
-if __name__ == '__main__':
+def define_binary_flags():
+  """The binary's flags: those of `define_flags`, --trainer, --model_dir."""
   define_flags()
   flags.DEFINE_enum('trainer', TRAINERS[0], TRAINERS,
                     'Which trainer to measure.')
   flags.DEFINE_string('model_dir', None, 'An empty folder for this run.')
+
+
+if __name__ == '__main__':
+  define_binary_flags()
   app.run(main)

@@ -9,6 +9,10 @@ import tensorflow as tf
 from benchmarks import measure
 from benchmarks import runner
 from tests import testing_utils
+from tests import tool_testing
+
+# The binary's module with its flags, which it defines only as a program.
+runner_binary = tool_testing.load('runner', 'benchmarks', 'define_binary_flags')
 
 
 def _runner(args, timeout_secs=300):
@@ -33,6 +37,7 @@ class RunnerTest(testing_utils.TinyDataTestCase):
       runner.run_time_to_miou('keras', [], [], '/tmp/unused', 0.9, 10)
 
   def test_binary_needs_a_model_dir(self):
+    # A process: app.run prints the usage error on stderr and exits.
     process = _runner(['--gin_file=experiments/quickstart.gin'])
     self.assertNotEqual(process.returncode, 0)
     self.assertIn('--model_dir is required', process.stderr)
@@ -40,14 +45,13 @@ class RunnerTest(testing_utils.TinyDataTestCase):
   def test_binary_prints_the_result_of_its_flags(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     params = testing_utils.tiny_bindings(self.data_dir)
-    process = _runner(['--trainer=official_seg',
-                       '--gin_file=gin/experiments/quickstart.gin',
-                       f'--model_dir={model_dir}', '--train_steps=3',
-                       '--warmup_steps=1', '--input_batches=1',
-                       '--eval_batches=2'] +
-                      [f'--gin_param={param}' for param in params])
-    self.assertEqual(process.returncode, 0, process.stderr[-3000:])
-    result = measure.parse_result(process.stdout)
+    run = tool_testing.run(
+        runner_binary, trainer='official_seg',
+        gin_file=['gin/experiments/quickstart.gin'], model_dir=model_dir,
+        train_steps=3, warmup_steps=1, input_batches=1, eval_batches=2,
+        gin_param=params)
+    self.assertEqual(run.status, 0, run.stderr[-3000:])
+    result = measure.parse_result(run.stdout)
     self.assertEqual(
         (result['trainer'], result['train_steps'], result['batch_size'],
          result['crop_size']), ('official_seg', 3, 2, [33, 33]))

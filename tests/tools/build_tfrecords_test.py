@@ -1,4 +1,4 @@
-"""The build_tfrecords tool, run as a process: flags, summaries, bad data."""
+"""tools/build_tfrecords.py: flags, summaries, bad data; one run a process."""
 
 import os
 import subprocess
@@ -11,10 +11,12 @@ import tensorflow as tf
 from official_seg.data import split_metadata
 from official_seg.runtime import gin_config
 from tests import testing_utils
+from tests import tool_testing
 from tests.data import convert_test
 
 _ROOT = testing_utils.REPO
 _TOOL = os.path.join(_ROOT, 'tools', 'build_tfrecords.py')
+build_tfrecords = tool_testing.load('build_tfrecords')
 # Random images and labels saved as files, and a split's records decoded.
 _image = convert_test._image  # pylint: disable=protected-access
 _label = convert_test._label  # pylint: disable=protected-access
@@ -24,9 +26,8 @@ _save = convert_test._save  # pylint: disable=protected-access
 
 class ToolTest(tf.test.TestCase):
 
-  def _run(self, *args):
-    return subprocess.run([sys.executable, _TOOL, *args], capture_output=True,
-                          text=True, cwd=_ROOT, check=False)
+  def _run(self, **flags):
+    return tool_testing.run(build_tfrecords, layout='folders', **flags)
 
   def test_converts_folders_and_reports_bad_data(self):
     root = self.create_tempdir().full_path
@@ -35,18 +36,18 @@ class ToolTest(tf.test.TestCase):
       _save(os.path.join(root, 'img', f'{name}.png'), _image(rng, 20, 26))
       _save(os.path.join(root, 'mask', f'{name}.png'),
             _label(rng, 20, 26, [0, 1, 255]))
-    flags = ['--layout=folders', f'--image_dir={root}/img',
-             f'--label_dir={root}/mask', f'--output_dir={root}/out',
-             '--num_classes=2', '--splits=train', '--num_workers=2']
-    result = self._run(*flags)
-    self.assertEqual(result.returncode, 0, result.stderr)
+    flags = dict(image_dir=f'{root}/img', label_dir=f'{root}/mask',
+                 output_dir=f'{root}/out', num_classes=2, splits=['train'],
+                 num_workers=2)
+    result = self._run(**flags)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertIn('train: 3 images in 3 shards', result.stdout)
     self.assertLen(_read_split(f'{root}/out', 'train'), 3)
     self.assertEqual(
         split_metadata.read(f'{root}/out', 'train')['num_images'], 3)
     _save(os.path.join(root, 'mask', 'q.png'), np.full((20, 26), 9, np.uint8))
-    result = self._run(*flags, '--overwrite')
-    self.assertEqual(result.returncode, 2)
+    result = self._run(overwrite=True, **flags)
+    self.assertEqual(result.status, 2)
     errors = [line for line in result.stderr.splitlines()
               if line.startswith('build_tfrecords:')]
     self.assertLen(errors, 1, result.stderr)
@@ -65,20 +66,22 @@ class ToolTest(tf.test.TestCase):
               "IGNORE_LABEL = 7\nDATA_DIR = 'data/mine'\n"
               "TRAIN_SPLIT = 'train'\nEVAL_SPLIT = 'val'\n"
               "SPLIT_SIZES = {'train': 5}\n")
-    result = self._run('--layout=folders', f'--image_dir={root}/img',
-                       f'--label_dir={root}/mask', f'--output_dir={root}/out',
-                       f'--dataset_gin={gin_file}', '--splits=train',
-                       '--num_workers=1')
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result = self._run(image_dir=f'{root}/img', label_dir=f'{root}/mask',
+                       output_dir=f'{root}/out', dataset_gin=gin_file,
+                       splits=['train'], num_workers=1)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertIn('train: 2 images in 2 shards', result.stdout)
     self.assertIn("expects 5 images for 'train'", result.stdout)
     self.assertRegex(result.stdout, r'2 car\s+\d')
     self.assertRegex(result.stdout, r'7 ignore\s+\d')
 
   def test_folders_need_a_dataset_gin_or_num_classes(self):
+    # A process: the exit status and stderr of a mistake in the flags.
     root = self.create_tempdir().full_path
-    result = self._run('--layout=folders', f'--image_dir={root}',
-                       f'--label_dir={root}', f'--output_dir={root}/out')
+    result = subprocess.run(
+        [sys.executable, _TOOL, '--layout=folders', f'--image_dir={root}',
+         f'--label_dir={root}', f'--output_dir={root}/out'],
+        capture_output=True, text=True, cwd=_ROOT, check=False)
     self.assertEqual(result.returncode, 2)
     self.assertIn('--dataset_gin, --palette or --num_classes', result.stderr)
 
@@ -95,11 +98,10 @@ class ToolTest(tf.test.TestCase):
       _save(os.path.join(root, 'img', f'{name}.jpg'), _image(rng, 20, 26))
       _save(os.path.join(root, 'mask', f'{name}.png'), colours[ids[name]])
     out = os.path.join(root, 'out')
-    result = self._run('--layout=folders', f'--image_dir={root}/img',
-                       f'--label_dir={root}/mask', f'--output_dir={out}',
-                       f'--palette={root}/labelmap.txt', '--splits=train',
-                       '--num_workers=1')
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result = self._run(image_dir=f'{root}/img', label_dir=f'{root}/mask',
+                       output_dir=out, palette=f'{root}/labelmap.txt',
+                       splits=['train'], num_workers=1)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertRegex(result.stdout, r'1 car\s+[\d,]+')
     self.assertIn(f'Wrote {out}/dataset.gin', result.stdout)
     records = _read_split(out, 'train')

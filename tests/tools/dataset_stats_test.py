@@ -9,8 +9,10 @@ import tensorflow as tf
 
 from official_seg.runtime import gin_config
 from tests import testing_utils
+from tests import tool_testing
 
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'dataset_stats.py')
+dataset_stats = tool_testing.load('dataset_stats')
 
 
 class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
@@ -22,12 +24,10 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
     super().setUp()
     self.chart = os.path.join(self.create_tempdir().full_path, 'chart.png')
 
-  def _run(self, *args, status=0):
-    result = subprocess.run(
-        [sys.executable, _TOOL, f'--chart={self.chart}', *args],
-        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
-    self.assertEqual(result.returncode, status, result.stderr)
-    return result.stdout if status == 0 else result.stderr
+  def _run(self, **flags):
+    result = tool_testing.run(dataset_stats, chart=self.chart, **flags)
+    self.assertEqual(result.status, 0, result.stderr)
+    return result.stdout
 
   def test_the_gin_files_the_tool_reads_set_the_dataset(self):
     info = gin_config.read_dataset(['datasets/cityscapes.gin'],
@@ -39,8 +39,8 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
                      {'train': 2975, 'val': 500, 'test': 1525})
 
   def test_gin_files_name_classes_and_split_and_the_chart_is_saved(self):
-    printed = self._run('--gin_file=gin/datasets/synthetic.gin',
-                        f"--gin_param=DATA_DIR = '{self.data_dir}'")
+    printed = self._run(gin_file=['gin/datasets/synthetic.gin'],
+                        gin_param=[f"DATA_DIR = '{self.data_dir}'"])
     self.assertIn(f"Split 'train' of {self.data_dir}", printed)
     self.assertIn('3 images', printed)
     self.assertRegex(printed, r'3 triangle\s+\d')
@@ -49,16 +49,20 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
       self.assertEqual(image.format, 'PNG')
 
   def test_flags_alone_name_the_shards(self):
-    printed = self._run(f'--data_dir={self.data_dir}', '--split=val',
-                        '--num_classes=4')
+    printed = self._run(data_dir=self.data_dir, split='val', num_classes=4)
     self.assertIn(f"Split 'val' of {self.data_dir}", printed)
     self.assertIn('2 images', printed)
     self.assertRegex(printed, r'3 class_3\s+\d')
 
   def test_a_chart_path_that_is_a_folder_is_named_before_any_work(self):
+    # A process: the exit status and stderr that the user sees.
     self.chart = os.path.dirname(self.chart)
-    stderr = self._run(f'--data_dir={self.data_dir}', '--split=val',
-                       '--num_classes=4', status=2)
+    result = subprocess.run(
+        [sys.executable, _TOOL, f'--chart={self.chart}',
+         f'--data_dir={self.data_dir}', '--split=val', '--num_classes=4'],
+        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+    self.assertEqual(result.returncode, 2, result.stderr)
+    stderr = result.stderr
     self.assertNotIn('Traceback', stderr)
     self.assertEqual(stderr.splitlines()[-1], f'dataset_stats: --chart='
                      f'{self.chart} is a folder; give a file to write.')

@@ -1,4 +1,4 @@
-"""tools/make_labeled_subset.py, run as a process: shards, lists, errors."""
+"""tools/make_labeled_subset.py: shards, lists, errors; one run as a process."""
 
 import os
 import subprocess
@@ -14,8 +14,10 @@ from official_seg.data import split_metadata
 from official_seg.data import subsets
 from official_seg.data import tfexample
 from tests import testing_utils
+from tests import tool_testing
 
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'make_labeled_subset.py')
+make_labeled_subset = tool_testing.load('make_labeled_subset')
 _CLASSES = ('background', 'disk', 'box', 'triangle')
 
 
@@ -34,16 +36,15 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
   num_train = 16
   num_val = 1
 
-  def _run(self, *args):
-    return subprocess.run([sys.executable, _TOOL, *args], capture_output=True,
-                          text=True, cwd=testing_utils.REPO, check=False)
+  def _run(self, **flags):
+    return tool_testing.run(make_labeled_subset, **flags)
 
   def test_writes_a_split_reports_it_and_is_deterministic(self):
-    flags = ['--gin_file=gin/datasets/synthetic.gin',
-             f"--gin_param=DATA_DIR = '{self.data_dir}'", '--fraction=1/4',
-             '--seed=3']
-    result = self._run(*flags, '--complement')
-    self.assertEqual(result.returncode, 0, result.stderr)
+    flags = dict(gin_file=['gin/datasets/synthetic.gin'],
+                 gin_param=[f"DATA_DIR = '{self.data_dir}'"], fraction='1/4',
+                 seed=3)
+    result = self._run(complement=True, **flags)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertIn('Wrote split train_1_4: 4 of 16 images of train (fraction '
                   '1/4, seed 3) in 2 shards', result.stdout)
     self.assertIn('Wrote split train_1_4_rest: the other 12 images in 2 '
@@ -65,17 +66,17 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
     self.assertEqual(
         split_metadata.read(self.data_dir, 'train_1_4')['num_images'], 4)
     # The same seed again: the same images, now in one shard.
-    again = self._run(*flags, '--overwrite', '--num_shards=1')
-    self.assertEqual(again.returncode, 0, again.stderr)
+    again = self._run(overwrite=True, num_shards=1, **flags)
+    self.assertEqual(again.status, 0, again.stderr)
     self.assertEqual(_names(self.data_dir, 'train_1_4'), chosen)
     self.assertLen(input_fn.list_shards(self.data_dir, 'train_1_4'), 1)
 
   def test_a_missing_split_names_the_pattern_and_the_flags(self):
     # A bad --fraction stops the tool the same way, with the message of
     # subsets.parse_fraction (tests/data/subsets_test.py).
-    result = self._run(f'--data_dir={self.data_dir}', '--split=trian',
-                       '--num_classes=4', '--count=2')
-    self.assertEqual(result.returncode, 2)
+    result = self._run(data_dir=self.data_dir, split='trian', num_classes=4,
+                       count=2)
+    self.assertEqual(result.status, 2)
     self.assertIn(f'{self.data_dir}/trian-?????-of-?????.tfrecord',
                   result.stderr)
     self.assertIn('--split', result.stderr)
@@ -91,11 +92,10 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
       Image.fromarray(label).save(f'{root}/mask/s{index}.png')
       Image.fromarray(rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)).save(
           f'{root}/img/s{index}.png')
-    result = self._run('--layout=folders', f'--image_dir={root}/img',
-                       f'--label_dir={root}/mask', '--split=all',
-                       '--num_classes=3', '--count=2',
-                       f'--output_list_dir={root}/lists')
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result = self._run(layout='folders', image_dir=f'{root}/img',
+                       label_dir=f'{root}/mask', split='all', num_classes=3,
+                       count=2, output_list_dir=f'{root}/lists')
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertIn(f'Wrote {root}/lists/all_2.txt: 2 of 6 images of all',
                   result.stdout)
     self.assertIn(f'--splits=all_2 --split_list_dir={root}/lists',
@@ -108,15 +108,17 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
     self.assertEqual(sorted(int(s[1:]) % 2 for s in stems), [0, 1])
 
   def test_an_output_list_dir_that_is_a_file_is_named_before_any_work(self):
+    # A process: the exit status and stderr that the user sees.
     root = self.create_tempdir().full_path
     for folder in ('img', 'mask'):
       os.makedirs(os.path.join(root, folder))
     with open(f'{root}/lists', 'w') as f:
       f.write('not a folder')
-    result = self._run('--layout=folders', f'--image_dir={root}/img',
-                       f'--label_dir={root}/mask', '--split=all',
-                       '--num_classes=3', '--count=2',
-                       f'--output_list_dir={root}/lists')
+    result = subprocess.run(
+        [sys.executable, _TOOL, '--layout=folders', f'--image_dir={root}/img',
+         f'--label_dir={root}/mask', '--split=all', '--num_classes=3',
+         '--count=2', f'--output_list_dir={root}/lists'],
+        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
     self.assertEqual(result.returncode, 2, result.stderr)
     self.assertNotIn('Traceback', result.stderr)
     self.assertEqual(result.stderr.splitlines()[-1],
@@ -138,9 +140,9 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
           f'{root}/JPEGImages/{stem}.jpg')
     with open(f'{root}/ImageSets/Segmentation/train.txt', 'w') as f:
       f.write(''.join(f'{stem}\n' for stem in stems))
-    result = self._run('--layout=voc', f'--input_dir={root}', '--split=train',
-                       '--fraction=1/2', '--seed=8888')
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result = self._run(layout='voc', input_dir=root, split='train',
+                       fraction='1/2', seed=8888)
+    self.assertEqual(result.status, 0, result.stderr)
     list_path = f'{root}/ImageSets/Segmentation/train_1_2.txt'
     self.assertIn(f'Wrote {list_path}: 2 of 4 images of train', result.stdout)
     self.assertRegex(result.stdout, r'15 person\s+1\s+50.0%\s+2\s+50.0%')

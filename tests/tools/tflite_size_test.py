@@ -1,4 +1,4 @@
-"""tools/tflite_size.py run as a process on a tiny float32 and int8 pair."""
+"""tools/tflite_size.py on a tiny float32 and int8 pair; a mistake a process."""
 
 import os
 import subprocess
@@ -7,8 +7,10 @@ import sys
 import tensorflow as tf
 
 from tests import testing_utils
+from tests import tool_testing
 
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'tflite_size.py')
+tflite_size = tool_testing.load('tflite_size')
 
 
 class TfliteSizeToolTest(tf.test.TestCase):
@@ -25,13 +27,9 @@ class TfliteSizeToolTest(tf.test.TestCase):
       with open(self.paths[-1], 'wb') as f:
         f.write(content)
 
-  def _run(self, *args):
-    return subprocess.run([sys.executable, _TOOL, *args], capture_output=True,
-                          text=True, cwd=testing_utils.REPO, check=False)
-
   def test_prints_each_part_and_the_share(self):
-    result = self._run(*(f'--model={p}' for p in self.paths))
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result = tool_testing.run(tflite_size, model=self.paths)
+    self.assertEqual(result.status, 0, result.stderr)
     printed = result.stdout
     share = 100 * self.sizes[1] / self.sizes[0]
     self.assertRegex(printed, rf'share of first\s+100\.0%\s+{share:.1f}%')
@@ -41,8 +39,12 @@ class TfliteSizeToolTest(tf.test.TestCase):
                   printed)
 
   def test_a_missing_file_is_named(self):
+    # A process: the exit status and stderr of a usage error.
     missing = os.path.join(self.get_temp_dir(), 'absent.tflite')
-    result = self._run(f'--model={self.paths[0]}', f'--model={missing}')
+    result = subprocess.run(
+        [sys.executable, _TOOL, f'--model={self.paths[0]}',
+         f'--model={missing}'],
+        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
     self.assertNotEqual(result.returncode, 0)
     self.assertIn(f'--model={missing}: no such file', result.stderr)
 

@@ -9,8 +9,10 @@ import tensorflow as tf
 
 from official_seg.data import tfexample
 from tests import testing_utils
+from tests import tool_testing
 
 _TOOL = os.path.join(testing_utils.REPO, 'tools', 'write_examples.py')
+write_examples = tool_testing.load('write_examples')
 
 
 def _example(rng, filename, image_format):
@@ -41,10 +43,8 @@ class WriteExamplesTest(tf.test.TestCase):
     self.pattern = tfexample.shard_pattern(self.data_dir, 'val')
 
   def _run(self, pattern, count):
-    return subprocess.run(
-        [sys.executable, _TOOL, f'--input={pattern}',
-         f'--output_dir={self.output_dir}', f'--count={count}'],
-        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+    return tool_testing.run(write_examples, input=pattern,
+                            output_dir=self.output_dir, count=count)
 
   def _read(self, kind, name):
     with open(os.path.join(self.output_dir, kind, name), 'rb') as f:
@@ -55,7 +55,7 @@ class WriteExamplesTest(tf.test.TestCase):
 
   def test_writes_the_stored_bytes_under_the_example_stems(self):
     result = self._run(self.pattern, 10)
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertIn(f'Wrote 4 images and labels to {self.output_dir}',
                   result.stdout)
     # No filename, and a stem taken before, get the example's index.
@@ -72,13 +72,26 @@ class WriteExamplesTest(tf.test.TestCase):
 
   def test_writes_only_the_first_count(self):
     result = self._run(self.pattern, 2)
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertEqual(result.status, 0, result.stderr)
     self.assertEqual(self._listed('labels'), ['a.png', 'b.png'])
 
-  def _mistake(self, pattern):
-    """The tool's last line for a mistake: exit 2, no traceback."""
-    result = self._run(pattern, 4)
-    self.assertEqual(result.returncode, 2, result.stderr)
+  def _mistake(self, pattern, process=False):
+    """The tool's last line for a mistake: exit 2, no traceback.
+
+    Args:
+      pattern: the --input flag.
+      process: run the tool as a process, as users do, instead of its main().
+    """
+    if process:
+      result = subprocess.run(
+          [sys.executable, _TOOL, f'--input={pattern}',
+           f'--output_dir={self.output_dir}', '--count=4'],
+          capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+      status = result.returncode
+    else:
+      result = self._run(pattern, 4)
+      status = result.status
+    self.assertEqual(status, 2, result.stderr)
     self.assertNotIn('Traceback', result.stderr)
     return result.stderr.splitlines()[-1]
 
@@ -92,7 +105,8 @@ class WriteExamplesTest(tf.test.TestCase):
     with open(blocker, 'w') as f:
       f.write('not a folder')
     self.output_dir = os.path.join(blocker, 'inputs')
-    self.assertEqual(self._mistake(self.pattern), f'write_examples: '
+    self.assertEqual(self._mistake(self.pattern, process=True),
+                     'write_examples: '
                      f'--output_dir={self.output_dir} cannot be created: '
                      f'{blocker} is a file.')
 

@@ -33,9 +33,9 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     if use_tpu_estimator:
       self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
 
-    estimator.train(train_fn, max_steps=1)
-    first = tf.train.load_checkpoint(estimator.latest_checkpoint())
     estimator.train(train_fn, max_steps=3)
+    # The Estimator saves the initial weights as model.ckpt-0.
+    first = tf.train.load_checkpoint(os.path.join(model_dir, 'model.ckpt-0'))
     last = tf.train.load_checkpoint(estimator.latest_checkpoint())
     self.assertEqual(last.get_tensor('global_step'), 3)
     moving = [name for name in last.get_variable_to_shape_map()

@@ -123,8 +123,11 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
           session.run(tf.compat.v1.global_variables_initializer())
           weights = session.run(model.weights)
           if 'plain' in runs:
-            for variable, value in zip(model.weights, runs['plain']['weights']):
-              variable.load(value, session)
+            # Variable.load, all in one run: a run per variable costs more
+            # than the rest of the test.
+            session.run([v.initializer for v in model.weights], {
+                v.initializer.inputs[1]: value
+                for v, value in zip(model.weights, runs['plain']['weights'])})
           values = session.run(logits)
           session.run(updates)
           runs[name] = dict(weights=weights, logits=values,
@@ -149,37 +152,42 @@ def _moving_statistics(model):
                                                   v.name)]
 
 
+def _build(sync):
+  gin.clear_config()
+  gin.parse_config(_MOBILENET + _SMALL + _sync_bn(sync))
+  return model_lib.build_model(num_classes=4)
+
+
 class SyncBatchNormTest(tf.test.TestCase, parameterized.TestCase):
   """Two replicas with synchronised batch norm equal one on the whole batch."""
 
-  def _build(self, sync):
-    gin.clear_config()
-    gin.parse_config(_MOBILENET + _SMALL + _sync_bn(sync))
-    return model_lib.build_model(num_classes=4)
-
-  @parameterized.parameters(True, False)
-  def test_two_replicas_equal_one_on_the_concatenated_batch(self, sync):
-    images = tf.constant(np.random.RandomState(0).uniform(
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.images = tf.constant(np.random.RandomState(0).uniform(
         -1, 1, [4, 33, 33, 3]), tf.float32)
     # One replica on the whole batch: the one-worker run of the platform
     # (synchronised layers, nothing to synchronise with). Keras's unsynced
     # layer would differ in the moving variance alone: its fused kernel
-    # applies Bessel's correction there.
-    reference = self._build(True)
-    reference(images[:1], training=False)  # Creates the variables.
-    weights = reference.get_weights()
-    reference(images, training=True)  # One step's statistics updates.
-    expected = [v.numpy() for v in _moving_statistics(reference)]
+    # applies Bessel's correction there. Both tests start from its weights.
+    reference = _build(True)
+    reference(cls.images[:1], training=False)  # Creates the variables.
+    cls.weights = reference.get_weights()
+    reference(cls.images, training=True)  # One step's statistics updates.
+    cls.expected = [v.numpy() for v in _moving_statistics(reference)]
 
+  @parameterized.parameters(True, False)
+  def test_two_replicas_equal_one_on_the_concatenated_batch(self, sync):
+    images, expected = self.images, self.expected
     # The class and the collective all-reduce multi_worker.gin uses, over two
     # logical CPUs of this process (tests/conftest.py); _from_local_devices
     # is TensorFlow's own way to build it without a TF_CONFIG cluster.
     strategy = tf.distribute.MultiWorkerMirroredStrategy._from_local_devices(  # pylint: disable=protected-access
         ['/cpu:0', '/cpu:1'])
     with strategy.scope():
-      model = self._build(sync)
+      model = _build(sync)
       model(images[:1], training=False)
-      model.set_weights(weights)
+      model.set_weights(self.weights)
     halves = strategy.experimental_distribute_values_from_function(
         lambda context: images[2 * context.replica_id_in_sync_group:][:2])
     tf.function(lambda x: strategy.run(

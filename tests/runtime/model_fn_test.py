@@ -17,6 +17,9 @@ from tests import testing_utils
 
 class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
+  # {options: (graph, ops)} of _train_graph: the default options serve two
+  # tests, and no test changes a graph.
+  _train_graphs = {}
 
   def _estimator(self, use_tpu_estimator, model_dir):
     testing_utils.parse_tiny_quickstart(
@@ -33,9 +36,9 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     if use_tpu_estimator:
       self.assertIsInstance(estimator, tf.compat.v1.estimator.tpu.TPUEstimator)
 
-    estimator.train(train_fn, max_steps=1)
-    first = tf.train.load_checkpoint(estimator.latest_checkpoint())
     estimator.train(train_fn, max_steps=3)
+    # The Estimator saves the initial weights as model.ckpt-0.
+    first = tf.train.load_checkpoint(os.path.join(model_dir, 'model.ckpt-0'))
     last = tf.train.load_checkpoint(estimator.latest_checkpoint())
     self.assertEqual(last.get_tensor('global_step'), 3)
     moving = [name for name in last.get_variable_to_shape_map()
@@ -64,11 +67,17 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertTrue(os.path.isdir(os.path.join(model_dir, 'eval')))
 
   def _train_graph(self, options):
-    """Builds one TRAIN spec of a tiny model with `options`.
+    """Builds (once per options) one TRAIN spec of a tiny model.
 
     Returns:
       (graph, the ops the train op runs: its inputs and control inputs).
     """
+    if options not in self._train_graphs:
+      self._train_graphs[options] = self._build_train_graph(options)
+    return self._train_graphs[options]
+
+  def _build_train_graph(self, options):
+    """See `_train_graph`."""
     testing_utils.parse_tiny_quickstart(self.data_dir)
     model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options)
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 import gin
 import numpy as np
@@ -102,6 +103,28 @@ def copy_trained_tiny_model(model_dir, train_steps=3):
     _TRAINED[train_steps] = os.path.join(root, 'model')
   gin.clear_config()
   shutil.copytree(_TRAINED[train_steps], model_dir)
+
+
+@contextlib.contextmanager
+def recorded_calls(owner, name):
+  """Records each call of `owner.name` made inside the block.
+
+  For tests that check what the code under test built (a model, a
+  SavedModel) without building it again.
+
+  Yields:
+    The list of (args, kwargs, result) of the calls, in call order.
+  """
+  calls = []
+  original = getattr(owner, name)
+
+  def recording(*args, **kwargs):
+    result = original(*args, **kwargs)
+    calls.append((args, kwargs, result))
+    return result
+
+  with mock.patch.object(owner, name, recording):
+    yield calls
 
 
 def parse_tiny_platform(data_dir, platform, extra=(), train_steps=2):

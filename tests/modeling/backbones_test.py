@@ -8,7 +8,6 @@ import glob
 import math
 import os
 import re
-from unittest import mock
 
 from absl.testing import parameterized
 import gin
@@ -208,9 +207,8 @@ class BackboneTrainingTest(tf.test.TestCase, parameterized.TestCase):
     dataset = dataset_info.DatasetInfo()
     model_fn = model_fn_lib.make_model_fn(dataset, model_fn_lib.ModelFnOptions())
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    models = []
-    with tf.Graph().as_default(), mock.patch.object(
-        model_lib, 'build_model', _recording(model_lib.build_model, models)):
+    with tf.Graph().as_default(), testing_utils.recorded_calls(
+        model_lib, 'build_model') as built:
       images = tf.random.stateless_uniform([_BATCH, size, size, 3], [1, 2])
       labels = tf.random.stateless_uniform(
           [_BATCH, size, size, 1], [3, 4], maxval=_NUM_CLASSES, dtype=tf.int32)
@@ -219,7 +217,7 @@ class BackboneTrainingTest(tf.test.TestCase, parameterized.TestCase):
       variables = tf.compat.v1.trainable_variables()
       # The Estimator's Saver refuses variables that share a name.
       tf.compat.v1.train.Saver()
-      model, = models
+      (_, _, model), = built
       # The same model again in this graph: static shapes, nothing to run.
       _assert_shapes(self, name, model,
                      model(images, training=False, with_features=True),
@@ -260,14 +258,6 @@ class BackboneTrainingTest(tf.test.TestCase, parameterized.TestCase):
     losses = _loss_summaries(model_dir)
     self.assertNotEmpty(losses)
     self.assertTrue(np.all(np.isfinite(list(losses.values()))), losses)
-
-
-def _recording(build_model, models):
-  """`build_model` that appends each model it builds to `models`."""
-  def recording(**kwargs):
-    models.append(build_model(**kwargs))
-    return models[-1]
-  return recording
 
 
 def _loss_summaries(model_dir):

@@ -1,6 +1,5 @@
 """Quantization-aware training: its warm start and step, the exports of the weights evaluated, its lazy import."""
 
-import contextlib
 import hashlib
 import json
 import math
@@ -8,7 +7,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from unittest import mock
 
 import gin
 import numpy as np
@@ -126,25 +124,6 @@ def _with_distinct_averages(checkpoint, path):
       return saver.save(session, path)
 
 
-@contextlib.contextmanager
-def _recorded(owner, name):
-  """Records the arguments and result of each call of `owner.name`.
-
-  Yields:
-    The list of (args, result) of the calls made inside the block.
-  """
-  calls = []
-  original = getattr(owner, name)
-
-  def recording(*args):
-    result = original(*args)
-    calls.append((args, result))
-    return result
-
-  with mock.patch.object(owner, name, recording):
-    yield calls
-
-
 def _build_float_models():
   """A float model in a graph, then one eagerly in the process's graph."""
   with tf.Graph().as_default():
@@ -196,7 +175,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
         os.path.join(cls.root, 'averaged', 'model.ckpt-1'))
     # The model each export converted or built is kept for the tests of
     # its weights and names: each costs a quantized model's rebuild.
-    with _recorded(tflite_qat, 'restored_model') as restored:
+    with testing_utils.recorded_calls(tflite_qat, 'restored_model') as restored:
       experiment.run('export_tflite', cls.qat_dir,
                      checkpoint_path=cls.checkpoint)
     cls.restored = restored
@@ -206,14 +185,14 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     # graph and eagerly) and after quantized ones (the QAT step's, the
     # evaluation's, and the TFLite export's, in graphs and eagerly).
     _build_float_models()
-    with _recorded(quantized, 'build_quantized_model') as built:
+    with testing_utils.recorded_calls(quantized, 'build_quantized_model') as built:
       experiment.run('export', cls.qat_dir, checkpoint_path=cls.checkpoint)
     cls.built_last = built
     cls.saved_dir = predictor.find_saved_model(cls.qat_dir)
     # One load serves the Predictor and the tests of other signatures.
-    with _recorded(tf.saved_model, 'load') as loaded:
+    with testing_utils.recorded_calls(tf.saved_model, 'load') as loaded:
       cls.served = predictor.Predictor(cls.saved_dir)
-    cls.saved_model = loaded[0][1]
+    cls.saved_model = loaded[0][2]
 
   @classmethod
   def tearDownClass(cls):
@@ -232,7 +211,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
       (dict of quantized to float variable name).
     """
     self.assertLen(self.built_last, 1)
-    (_, input_size), model = self.built_last[0]
+    (_, input_size), _, model = self.built_last[0]
     self.assertEqual(tuple(input_size), (41, 41))
     return ([w.name.split(':')[0] for w in model.weights],
             dict(model.checkpoint_names))
@@ -325,7 +304,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     self.assertFalse(averages & raw)
     # The model the qat_int8 export converted, restored from its checkpoint.
     self.assertLen(self.restored, 1)
-    arguments, model = self.restored[0]
+    arguments, _, model = self.restored[0]
     self.assertEqual(arguments, (4, (41, 41), self.checkpoint, _DECAY))
     trainable = _fingerprints(w.numpy() for w in model.trainable_weights)
     self.assertGreater(len(trainable), 150)

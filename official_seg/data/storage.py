@@ -16,12 +16,13 @@ _SCHEME = '://'
 # it starts. Its 0.37.1 release passes each one unchecked to a string parser,
 # so an unset variable crashes the process (SIGSEGV) at the first gs://
 # access under TF_USE_MODULAR_FILESYSTEM=1. The values are the client's own
-# defaults but for the block size: with the block cache off (max size 0) its
-# read buffer copies from a wrong offset when a read goes back in a file, as
-# reading a checkpoint's index does (SIGSEGV while saving a checkpoint); block
-# size 0 sends every read straight to the store, uncached. Nor the stat cache:
-# the client's writer leaves it alone, so a read of a file the process has
-# just rewritten shorter (best/best.json) expects the old length and fails.
+# defaults but for two. The block size: with the block cache off (max size 0)
+# its read buffer copies from a wrong offset when a read goes back in a file,
+# as reading a checkpoint's index does (SIGSEGV while saving a checkpoint);
+# block size 0 sends every read straight to the store, uncached. The stat
+# cache's age: the client's writer leaves that cache alone, so a read of a
+# file the process has just rewritten shorter (best/best.json) expects the
+# old length and fails; age 0 reads each size from the store.
 GCS_PLUGIN_DEFAULTS = {
     'GCS_READ_CACHE_BLOCK_SIZE_MB': '0',
     'GCS_READ_CACHE_MAX_SIZE_MB': '0',

@@ -14,6 +14,7 @@ library code takes these settings as arguments.
 import contextlib
 import sys
 
+from absl import app
 from absl import flags
 
 from official_seg import validation
@@ -88,6 +89,23 @@ def dataset_with(gin_files=None, num_classes=None, split=None,
   return gin_config.dataset_with(
       list(gin_files or []), gin_params(), num_classes=num_classes,
       data_dir=DATA_DIR.value, split=split, ignore_label=ignore_label)
+
+
+def check_run_tool_args(argv):
+  """Stops a tool that scores a run's model without the run's gin files.
+
+  Args:
+    argv: the tool's main() arguments.
+
+  Raises:
+    app.UsageError: arguments beyond the program, or no --gin_file (they
+      name the dataset and its eval preprocessing).
+  """
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not GIN_FILE.value:
+    raise app.UsageError('Give the gin files of the run, e.g. '
+                         '--gin_file=gin/experiments/quickstart.gin')
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 import os
 from unittest import mock
 
+from absl import app
 from absl.testing import flagsaver
 import gin
 import tensorflow as tf
@@ -42,6 +43,15 @@ class SharedFlagsTest(tf.test.TestCase):
     self.assertEqual(environment['GCS_STAT_CACHE_MAX_AGE'], '60')
     self.assertEqual(environment['GCS_READ_CACHE_BLOCK_SIZE_MB'], '0')
     self.assertEqual(environment['GCS_STAT_CACHE_MAX_ENTRIES'], '1024')
+
+  def test_a_run_tool_needs_gin_files_and_no_stray_arguments(self):
+    with flagsaver.flagsaver(gin_file=['experiments/quickstart.gin']):
+      seg_flags.check_run_tool_args(['tool'])
+      with self.assertRaisesRegex(app.UsageError, r"Unexpected.*\['x'\]"):
+        seg_flags.check_run_tool_args(['tool', 'x'])
+    with flagsaver.flagsaver(gin_file=None):
+      with self.assertRaisesRegex(app.UsageError, 'Give the gin files'):
+        seg_flags.check_run_tool_args(['tool'])
 
   def test_parse_gin_takes_a_tools_own_files(self):
     with flagsaver.flagsaver(gin_file=['experiments/quickstart.gin'],

@@ -100,11 +100,7 @@ def _row(name, record, reference, times, reference_times):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not FLAGS.gin_file:
-    raise app.UsageError('Give the gin files of the run, e.g. '
-                         '--gin_file=gin/experiments/quickstart.gin')
+  seg_flags.check_run_tool_args(argv)
   seg_flags.parse_gin(finalize=False)
   dataset = dataset_info.DatasetInfo()
   export_dir = predictor.find_saved_model(FLAGS.model_dir)

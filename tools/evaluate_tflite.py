@@ -35,11 +35,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not FLAGS.gin_file:
-    raise app.UsageError('Give the gin files of the run, e.g. '
-                         '--gin_file=gin/experiments/quickstart.gin')
+  seg_flags.check_run_tool_args(argv)
   with seg_flags.mistakes_exit_2('evaluate_tflite'):
     _evaluate()
 

@@ -62,6 +62,20 @@ class Predictor:
         return int(variable.numpy())
     return None
 
+  def probabilities(self, encoded):
+    """The `probabilities` signature's output for one encoded image.
+
+    Args:
+      encoded: bytes, a JPEG or PNG image.
+
+    Returns:
+      float32 [H, W, C] of the padded model input; the image sits in its
+      top-left corner, at the size the eval parser gives it.
+    """
+    serve = self._model.signatures[signatures.PROBABILITIES]
+    outputs = serve(**{signatures.INPUT_KEY: tf.constant([encoded])})
+    return outputs['probabilities'][0].numpy()
+
   def __call__(self, encoded, name='input'):
     """Predicts one image.
 

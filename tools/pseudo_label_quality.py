@@ -1,0 +1,146 @@
+"""Per class, how right a SavedModel's thresholded pseudo labels are on a split.
+
+  python tools/pseudo_label_quality.py \
+    --saved_model=runs/quickstart/export/latest/1712345678 \
+    --gin_file=gin/experiments/quickstart.gin --split=val \
+    --thresholds=0.7,0.95
+
+FixMatch-style pseudo labels (the argmax of the softmax, kept where its
+probability reaches a threshold) of the split's labelled images, at each
+image's decoded size; per threshold, a table of each class's labelled
+share, kept share, accuracy of its kept pixels, share of all kept pixels
+and precision, then the overall kept share and the kept pixels' pixel and
+class-balanced accuracy. --output_json also saves the figures.
+"""
+
+import json
+import os
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from official_seg import flags as seg_flags
+from official_seg import validation
+from official_seg.data import dataset_info
+from official_seg.data import input_fn as input_lib
+from official_seg.data import storage
+from official_seg.data import tfexample
+from official_seg.evaluation import pseudo_label_quality as quality
+from official_seg.export import predictor
+from official_seg.export import tflite_runner
+
+# --gin_file (the run's: they name the dataset and its eval preprocessing),
+# --gin_param and --data_dir.
+flags.adopt_module_key_flags(seg_flags)
+flags.DEFINE_string('saved_model', None, 'A SavedModel of train_and_eval '
+                    '(<model_dir>/export/latest/<timestamp>/), or a model '
+                    'dir: its newest export.')
+flags.DEFINE_string('split', None, 'The labelled split to pseudo-label; '
+                    'default the dataset\'s train split (TRAIN_SPLIT).')
+flags.DEFINE_list('thresholds', ['0.95'], 'Confidence thresholds, a comma '
+                  'list in [0, 1).')
+flags.DEFINE_integer('max_images', None, 'Use at most this many images.')
+flags.DEFINE_string('output_json', None, 'Also write the figures here.')
+flags.mark_flag_as_required('saved_model')
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  seg_flags.check_run_tool_args(argv)
+  with seg_flags.mistakes_exit_2('pseudo_label_quality'):
+    _measure()
+
+
+def _thresholds(values):
+  """--thresholds as floats; one that is not a number is a mistake."""
+  try:
+    thresholds = [float(value) for value in values]
+  except ValueError:
+    raise validation.ConfigurationError(
+        f'--thresholds={",".join(values)}: give numbers in [0, 1), e.g. '
+        '0.7,0.95.') from None
+  quality.check_thresholds(thresholds)
+  return thresholds
+
+
+def _saved_model_dir(path):
+  """--saved_model itself, or the newest export of a model dir."""
+  storage.check_input('--saved_model', path, folder=True)
+  if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    return path
+  return predictor.find_saved_model(path)
+
+
+def examples(data_dir, split, limit=None):
+  """The split's encoded images and decoded labels, in shard order.
+
+  Yields:
+    (encoded image bytes, label uint8 [h, w]).
+
+  Raises:
+    validation.MissingFileError: the split has no shards.
+  """
+  decoder = tfexample.Decoder()
+  records = tf.data.TFRecordDataset(input_lib.list_shards(data_dir, split))
+  records = records.map(lambda serialized: (
+      decoder.encoded(serialized)[0], decoder.decode_label(serialized)))
+  for encoded, label in records.take(-1 if limit is None else limit):
+    yield encoded.numpy(), label.numpy()[..., 0]
+
+
+def probabilities_at_decoded_size(padded, original_size, resize_range):
+  """An image's probabilities cut from the padded output, at its size.
+
+  Args:
+    padded: float [H, W, C], the probabilities signature's output.
+    original_size: (height, width) of the decoded image.
+    resize_range: the eval parser's; the image sits in the top-left corner
+      at the size it resizes to (see `tflite_runner.fitted_size`).
+
+  Returns:
+    float32 [height, width, C]; resized back with nearest neighbours and
+    aligned corners when the parser resized, as the served labels are.
+  """
+  size = tflite_runner.fitted_size(original_size, (np.inf, np.inf),
+                                   resize_range)
+  cut = padded[None, :size[0], :size[1]]
+  if size != tuple(original_size):
+    cut = tf.compat.v1.image.resize_nearest_neighbor(
+        cut, original_size, align_corners=True)
+  return np.asarray(cut[0], np.float32)
+
+
+def _measure():
+  """main's work; a path or setting it cannot use is a ConfigurationError."""
+  thresholds = _thresholds(FLAGS.thresholds)
+  export_dir = _saved_model_dir(FLAGS.saved_model)
+  if FLAGS.output_json:
+    storage.check_output('--output_json', FLAGS.output_json, folder=False)
+  seg_flags.parse_gin(finalize=False)
+  dataset = dataset_info.DatasetInfo()
+  split = FLAGS.split or dataset.train_split
+  resize_range = input_lib.make_parser(False, dataset).resize_range
+  model = predictor.Predictor(export_dir)
+  counts = quality.PseudoLabelCounts(thresholds, dataset.num_classes,
+                                     dataset.ignore_label)
+  print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '
+        f'{dataset.data_dir} split {split!r}')
+  for encoded, label in examples(dataset.data_dir, split, FLAGS.max_images):
+    counts.add(probabilities_at_decoded_size(
+        model.probabilities(encoded), label.shape, resize_range), label)
+  found = quality.record(counts, dataset.class_names)
+  found.update(saved_model=export_dir, global_step=model.global_step)
+  print(f'{counts.num_images} images')
+  for figures in found['thresholds']:
+    print(quality.format_table(figures, dataset.class_names))
+  if FLAGS.output_json:
+    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)),
+                exist_ok=True)
+    with open(FLAGS.output_json, 'w') as f:
+      json.dump(found, f, indent=2)
+
+
+if __name__ == '__main__':
+  app.run(main)

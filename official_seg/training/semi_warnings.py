@@ -15,15 +15,16 @@ LABELED_LOSS = 'loss/segmentation'
 GRADIENT_AGREEMENT = 'semi/gradient_agreement'
 SHARE_DISTANCE = 'semi/class_share_distance'
 LABELED_ACCURACY = 'semi/labeled_pseudo_accuracy'
+KEPT_SHARE = 'semi/kept_share'
 UNLABELED_WEIGHT = 'semi/unlabeled_weight'
 INPUTS = (LABELED_LOSS, GRADIENT_AGREEMENT, SHARE_DISTANCE, LABELED_ACCURACY,
-          UNLABELED_WEIGHT)
+          KEPT_SHARE, UNLABELED_WEIGHT)
 # What the warnings write to TensorBoard: the loss's rise over its lowest,
 # the moving averages, and the warnings as text.
 LOSS_RISE = 'semi/labeled_loss_rise'
 AVERAGE_TAGS = {name: name + '_average'
                 for name in (GRADIENT_AGREEMENT, SHARE_DISTANCE,
-                             LABELED_ACCURACY)}
+                             LABELED_ACCURACY, KEPT_SHARE)}
 WARNINGS_TAG = 'semi/warnings'
 
 
@@ -159,8 +160,9 @@ class SemiSupervisedWarnings:
 
   Run on the host with the step's scalars (`summaries.host_call`), every
   step, over moving averages (decay `decay` a step) of the labeled loss,
-  `semi/gradient_agreement`, `semi/class_share_distance` and
-  `semi/labeled_pseudo_accuracy`. After `warmup_steps`, every
+  `semi/gradient_agreement`, `semi/class_share_distance`,
+  `semi/labeled_pseudo_accuracy` and `semi/kept_share`. After
+  `warmup_steps`, every
   `every_n_steps`, a warning is logged and written as text under
   'semi/warnings':
   (a) "pulling against the labels" while the unlabeled weight is not 0 and
@@ -170,7 +172,11 @@ class SemiSupervisedWarnings:
   (b) "disagree with the labeled data" while the distance's average exceeds
   `max_share_distance` (e.g. pseudo labels collapsed to the background) or
   the labeled images' pseudo labels' accuracy is below
-  `min_labeled_accuracy`.
+  `min_labeled_accuracy`;
+  (c) "keep almost no pixel" while the unlabeled weight is not 0 and the
+  kept share's average is below `min_kept_share`: the unlabeled stream
+  trains nothing (a threshold the labeler's confidence never reaches).
+  Then (b) is not judged: with nothing kept its two signals are 0.
 
   Attributes:
     decay: float in [0, 1), the moving averages' decay a step.
@@ -181,6 +187,7 @@ class SemiSupervisedWarnings:
       lowest.
     max_share_distance: float in [0, 1].
     min_labeled_accuracy: float in [0, 1].
+    min_kept_share: float in [0, 1].
     every_n_steps: int, at most one warning of each kind this often.
   """
 
@@ -190,6 +197,7 @@ class SemiSupervisedWarnings:
   max_loss_rise: float = 0.5
   max_share_distance: float = 0.3
   min_labeled_accuracy: float = 0.7
+  min_kept_share: float = 0.01
   every_n_steps: int = 100
 
   def __call__(self, scalars, step, record):
@@ -218,13 +226,20 @@ class SemiSupervisedWarnings:
         tf.logical_or(agreement < self.min_gradient_agreement,
                       rise > self.max_loss_rise))
     distance, accuracy = averages[SHARE_DISTANCE], averages[LABELED_ACCURACY]
-    disagree = tf.logical_or(distance > self.max_share_distance,
-                             accuracy < self.min_labeled_accuracy)
+    kept = averages[KEPT_SHARE]
+    starved = kept < self.min_kept_share
+    disagree = tf.logical_and(
+        tf.logical_not(starved),
+        tf.logical_or(distance > self.max_share_distance,
+                      accuracy < self.min_labeled_accuracy))
     return tf.group(
         _warn(tf.logical_and(due, pulling), step,
               _pulling_message(agreement, rise)),
         _warn(tf.logical_and(due, disagree), step,
-              _disagree_message(distance, accuracy)))
+              _disagree_message(distance, accuracy)),
+        _warn(tf.logical_and(due, tf.logical_and(
+            starved, scalars[UNLABELED_WEIGHT] > 0)), step,
+              _starved_message(kept)))
 
   def _average(self, name, value):
     """The moving average of `value` after this step (its first value first)."""
@@ -268,6 +283,15 @@ def _disagree_message(distance, accuracy):
       'labeled data (class shares ', _number(distance), ' apart; on the '
       'labeled images ', _number(accuracy), ' class-balanced accuracy; '
       'moving averages). See pictures/unlabeled_pseudo_label '
+      '(docs/semi_supervised.md, "When it hurts").'])
+
+
+def _starved_message(kept):
+  return tf.strings.join([
+      'Semi-supervised training: the pseudo labels keep almost no pixel '
+      '(kept share ', _number(kept, 3), ', moving average): the unlabeled '
+      'stream trains nothing. Lower PseudoLabeler.threshold; fused '
+      '(CamFusion) probabilities are softer than the decoder\'s '
       '(docs/semi_supervised.md, "When it hurts").'])
 
 

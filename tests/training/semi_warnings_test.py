@@ -30,7 +30,7 @@ def _numpy_warnings(series, options):
   of the class docstring; `series` maps each input name to its values."""
   averages = {}
   lowest = np.inf
-  fired = {'pulling': [], 'disagree': [], 'written': {}}
+  fired = {'pulling': [], 'disagree': [], 'starved': [], 'written': {}}
   names = [n for n in semi_warnings.INPUTS
            if n != semi_warnings.UNLABELED_WEIGHT]
   for step in range(len(series[semi_warnings.LABELED_LOSS])):
@@ -51,7 +51,11 @@ def _numpy_warnings(series, options):
         averages[semi_warnings.GRADIENT_AGREEMENT] <
         options.min_gradient_agreement or rise > options.max_loss_rise):
       fired['pulling'].append(step)
-    if (averages[semi_warnings.SHARE_DISTANCE] > options.max_share_distance or
+    starved = averages[semi_warnings.KEPT_SHARE] < options.min_kept_share
+    if starved and series[semi_warnings.UNLABELED_WEIGHT][step] > 0:
+      fired['starved'].append(step)
+    if not starved and (
+        averages[semi_warnings.SHARE_DISTANCE] > options.max_share_distance or
         averages[semi_warnings.LABELED_ACCURACY] <
         options.min_labeled_accuracy):
       fired['disagree'].append(step)
@@ -87,7 +91,8 @@ class ShareDistanceTest(tf.test.TestCase, parameterized.TestCase):
 
 
 _PHRASES = {'pulling': 'pulling against the labels',
-            'disagree': 'disagree with the labeled data'}
+            'disagree': 'disagree with the labeled data',
+            'starved': 'keep almost no pixel'}
 
 
 class WarningsTest(tf.test.TestCase, parameterized.TestCase):
@@ -136,7 +141,12 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
       ('rises_without_unlabeled_weight', {'rises': True, 'weight': 0.0}, ()),
       ('gradients_oppose', {'agreement': -0.3}, ('pulling',)),
       ('pseudo_labels_apart', {'distance': 0.6}, ('disagree',)),
-      ('labeled_images_mislabeled', {'accuracy': 0.6}, ('disagree',)))
+      ('labeled_images_mislabeled', {'accuracy': 0.6}, ('disagree',)),
+      # Nothing kept: both disagreement signals read 0, and are not judged.
+      ('nothing_kept', {'kept': 0.0, 'accuracy': 0.0, 'distance': 0.0},
+       ('starved',)),
+      ('nothing_kept_without_unlabeled_weight',
+       {'kept': 0.0, 'accuracy': 0.0, 'distance': 0.0, 'weight': 0.0}, ()))
   def test_fires_where_numpy_says(self, shape, kinds):
     options = semi_warnings.SemiSupervisedWarnings(
         decay=0.9, warmup_steps=20, every_n_steps=10)
@@ -153,6 +163,9 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
             shape.get('distance', 0.1) + noise(), 0, 1),
         semi_warnings.LABELED_ACCURACY: np.clip(
             shape.get('accuracy', 0.97) + noise(), 0, 1),
+        # Relative noise: a share of 0 stays 0, as when nothing is kept.
+        semi_warnings.KEPT_SHARE: np.clip(
+            shape.get('kept', 0.8) * (1 + noise()), 0, 1),
         semi_warnings.UNLABELED_WEIGHT: np.full(steps.size,
                                                 shape.get('weight', 1.0))}
     stderr, texts, written = self._run(options, series)

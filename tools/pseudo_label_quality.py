@@ -68,7 +68,7 @@ def _thresholds(values):
 def _saved_model_dir(path):
   """--saved_model itself, or the newest export of a model dir."""
   storage.check_input('--saved_model', path, folder=True)
-  if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+  if tf.saved_model.contains_saved_model(path):
     return path
   return predictor.find_saved_model(path)
 

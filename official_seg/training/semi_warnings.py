@@ -162,9 +162,8 @@ class SemiSupervisedWarnings:
   step, over moving averages (decay `decay` a step) of the labeled loss,
   `semi/gradient_agreement`, `semi/class_share_distance`,
   `semi/labeled_pseudo_accuracy` and `semi/kept_share`. After
-  `warmup_steps`, every
-  `every_n_steps`, a warning is logged and written as text under
-  'semi/warnings':
+  `warmup_steps`, every `every_n_steps`, a warning is logged and written as
+  text under 'semi/warnings':
   (a) "pulling against the labels" while the unlabeled weight is not 0 and
   the agreement's average is below `min_gradient_agreement`, or the
   labeled loss's average is more than `max_loss_rise` above its lowest

@@ -56,8 +56,12 @@ class TensorBoardTest(testing_utils.TinyDataTestCase):
     run = testing_utils.run_binary(
         self.model_dir, testing_utils.tiny_bindings(
             self.data_dir, train_steps=_TRAIN_STEPS,
-            # The users' default, which tiny_bindings turns off.
-            extra=['build_run_config.save_graph_def = True',
+            # Seeded: an unseeded run could predict background at both
+            # evaluated checkpoints, and paint the same picture twice.
+            extra=['build_run_config.tf_random_seed = 0',
+                   'build_dataset.seed = 0',
+                   # The users' default, which tiny_bindings turns off.
+                   'build_run_config.save_graph_def = True',
                    f'host_call.image_summary_steps = {_CHECKPOINT_STEPS}',
                    'build_run_config.save_checkpoints_steps = '
                    f'{_CHECKPOINT_STEPS}']))

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_seg.data import cutmix
 from official_seg.data import palettes
+from official_seg import validation
 from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
 from official_seg.modeling import losses
@@ -81,11 +82,21 @@ class CamFusion:
       classifier on the strong view; otherwise the classifier's own
       confident classes (sigmoid >= 0.5) pick them.
     refinement_loss: a `RefinementLoss`.
+    classifier_weight: float >= 0, weight of the image classifier's loss,
+      which trains the backbone too (PseudoSeg's weight is 1;
+      pseudoseg.gin sets 0.1).
   """
 
   attention_dim: int = 128
   weakly: bool = False
+  classifier_weight: float = 1.0
   refinement_loss: Any = dataclasses.field(default_factory=RefinementLoss)
+
+  def __post_init__(self):
+    if self.classifier_weight < 0:
+      raise validation.ConfigurationError(
+          f'CamFusion.classifier_weight={self.classifier_weight} must be '
+          '>= 0.')
 
 
 @gin.configurable
@@ -225,6 +236,7 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   else:
     weak_targets = tf.cast(tf.sigmoid(classifier(weak[0])) >= 0.5,
                            tf.float32)
+  result['classifier'] *= fusion.classifier_weight
   weak_cam = classifier.cam(weak[0], weak_targets)
   weak_refined, pass_updates['refinement_weak'] = _updates_of(
       model, lambda: refinement(weak, weak_cam,

@@ -7,6 +7,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import model_fn as model_fn_lib
@@ -213,6 +214,53 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(semi_supervised.BATCH_NORM_PASSES,
                      ('labeled_and_strong', 'weak', 'refinement_labeled',
                       'refinement_weak'))
+
+  def test_classifier_weight_scales_its_loss_against_numpy(self):
+    """CamFusion.classifier_weight: w times sigmoid cross-entropy; 0 trains
+    nothing through the classifier."""
+    with tf.Graph().as_default():
+      arrays, labels = _arrays()
+      features = {k: tf.constant(v) for k, v in arrays.items()}
+      model = self._model(semi_supervised.CamFusion())
+
+      def step(weight):
+        options = semi_supervised.SemiSupervisedOptions(
+            cam_fusion=semi_supervised.CamFusion(classifier_weight=weight))
+        # Inference-mode batch norm: the labeled rows of the joint pass
+        # equal a pass over the labeled images alone.
+        return semi_supervised.build_step(
+            model, features, tf.constant(labels), False, self.dataset,
+            options, tf.constant(0, tf.int64))
+
+      weighted, off = step(0.25), step(0.0)
+      outputs = model(features['image'], training=False, with_features=True)
+      deepest = semi_supervised._levels(model, outputs)[0]  # pylint: disable=protected-access
+      logits = model.image_classifier(deepest)
+      classifier = [v for v in model.trainable_variables
+                    if v.name.startswith('image_classifier/')]
+      gradients = tf.gradients(off.losses['classifier'],
+                               model.trainable_variables)
+      kept = tf.gradients(weighted.losses['classifier'], classifier)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        loss, zero, logits = session.run([weighted.losses['classifier'],
+                                          off.losses['classifier'], logits])
+        zeros = session.run([g for g in gradients if g is not None])
+        kept = session.run(kept)
+    targets = _class_lists(labels)
+    # Numerically stable sigmoid cross-entropy, written out.
+    expected = np.mean(np.maximum(logits, 0) - logits * targets +
+                       np.log1p(np.exp(-np.abs(logits))))
+    self.assertAllClose(loss, 0.25 * expected, rtol=1e-5)
+    self.assertEqual(zero, 0.0)
+    for gradient in zeros:
+      self.assertAllEqual(gradient, np.zeros_like(gradient))
+    self.assertGreater(max(np.abs(g).max() for g in kept), 0.0)
+
+  def test_a_negative_classifier_weight_is_a_configuration_error(self):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                r'CamFusion.classifier_weight=-0.1 must'):
+      semi_supervised.CamFusion(classifier_weight=-0.1)
 
   def test_refinement_loss_is_its_own_configurable(self):
     """segmentation_loss's bindings leave the refinement loss alone."""

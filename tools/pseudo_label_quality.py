@@ -31,8 +31,8 @@ from official_seg.evaluation import pseudo_label_quality as quality
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
 
-# --gin_file (the run's: they name the dataset and its eval preprocessing),
-# --gin_param and --data_dir.
+# --gin_file (the run's: they name the dataset, and the eval preprocessing
+# of exports that do not record it), --gin_param and --data_dir.
 flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('saved_model', None, 'A SavedModel of train_and_eval '
                     '(<model_dir>/export/latest/<timestamp>/), or a model '
@@ -121,8 +121,10 @@ def _measure():
   seg_flags.parse_gin(finalize=False)
   dataset = dataset_info.DatasetInfo()
   split = FLAGS.split or dataset.train_split
-  resize_range = input_lib.make_parser(False, dataset).resize_range
   model = predictor.Predictor(export_dir)
+  # The export's own record; older exports leave it to the gin files.
+  resize_range = (model.resize_range or
+                  input_lib.make_parser(False, dataset).resize_range)
   counts = quality.PseudoLabelCounts(thresholds, dataset.num_classes,
                                      dataset.ignore_label)
   print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '

@@ -62,6 +62,15 @@ class Predictor:
         return int(variable.numpy())
     return None
 
+  @property
+  def resize_range(self):
+    """The eval parser's (min, max, factor) the export recorded, or None.
+
+    None for exports that predate the record (or carry no metadata).
+    """
+    recorded = (self.metadata or {}).get('resize_range')
+    return None if recorded is None else tuple(recorded)
+
   def probabilities(self, encoded):
     """The `probabilities` signature's output for one encoded image.
 

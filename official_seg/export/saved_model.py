@@ -21,8 +21,18 @@ METADATA_FILE = 'segmentation.json'
 
 # What every export needs: `estimator` restores checkpoints into the serving
 # graph (a plain Estimator, also for a TPUEstimator run), `receiver_fn` is
-# `serving_input_receiver_fn(parser)`, `dataset` a `DatasetInfo`.
-Serving = collections.namedtuple('Serving', 'estimator receiver_fn dataset')
+# `serving_input_receiver_fn(parser)`, `dataset` a `DatasetInfo`;
+# `preprocessing`, optional, a dict of the eval parser's facts a client of
+# the `probabilities` signature needs ('resize_range'), written to the
+# metadata beside the dataset's.
+Serving = collections.namedtuple(
+    'Serving', 'estimator receiver_fn dataset preprocessing',
+    defaults=(None,))
+
+
+def preprocessing_metadata(parser):
+  """The eval parser's facts an export records: {'resize_range': [3]}."""
+  return {'resize_range': list(parser.resize_range)}
 
 
 def _decode_one(encoded, index, parser):
@@ -249,7 +259,7 @@ def export_checkpoint(serving, checkpoint_path=None):
   estimator = _ExportsWrittenWhole(serving.estimator)
   checkpoint_path = checkpoint_to_export(estimator, checkpoint_path)
   metadata = write_metadata(_metadata_path(estimator.model_dir),
-                            serving.dataset)
+                            serving.dataset, serving.preprocessing)
   export_dir = estimator.export_saved_model(
       os.path.join(estimator.model_dir, EXPORT_DIR), serving.receiver_fn,
       assets_extra={METADATA_FILE: metadata},
@@ -289,7 +299,8 @@ class SavedModelExporter(tf.estimator.Exporter):
     # Written here, not at construction: the evaluator that exports may run
     # on another machine than the one that built the EvalSpec.
     del estimator  # The training one; the serving estimator exports.
-    write_metadata(self._metadata, self._serving.dataset)
+    write_metadata(self._metadata, self._serving.dataset,
+                   self._serving.preprocessing)
     return self._exporter.export(
         _ExportsWrittenWhole(self._serving.estimator), export_path,
         checkpoint_path, eval_result, is_the_final_export)

@@ -82,7 +82,7 @@ def _serving(built):
       saved_model.serving_input_receiver_fn(
           built.eval_parser,
           static_size=built.options.quantize_delay_step is not None),
-      built.dataset)
+      built.dataset, saved_model.preprocessing_metadata(built.eval_parser))
 
 
 def _record(built, timer, eval_result, checkpoint_path):

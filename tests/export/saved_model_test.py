@@ -98,6 +98,7 @@ class ExportTest(tf.test.TestCase):
                      ['background', 'disk', 'box', 'triangle'])
     self.assertEqual(metadata['ignore_label'], 255)
     self.assertEqual(metadata['palette'], 'synthetic')
+    self.assertEqual(metadata['resize_range'], [None, None, None])
 
   def test_label_maps_equal_estimator_predict(self):
     estimator, _, eval_fn = estimator_lib.build_estimator(
@@ -182,6 +183,23 @@ class ExportTest(tf.test.TestCase):
           resized[None, :, :, None], [height, width], align_corners=True)
       self.assertAllEqual(served['semantic'][index, :height, :width],
                           back[0, :, :, 0])
+
+  def test_export_records_the_eval_parser_s_resize(self):
+    testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2, extra=[
+        'Parser.min_resize_value = 20', 'Parser.max_resize_value = 33',
+        'Parser.resize_factor = 8'] + _EXTRA)
+    before = set(os.listdir(os.path.join(self.model_dir, 'export')))
+    experiment.run('export', self.model_dir)
+    try:
+      export_dir = predictor.find_saved_model(self.model_dir)
+      self.assertEqual(predictor.read_metadata(export_dir)['resize_range'],
+                       [20, 33, 8])
+      self.assertEqual(predictor.Predictor(export_dir).resize_range,
+                       (20, 33, 8))
+    finally:
+      for name in (set(os.listdir(os.path.join(self.model_dir, 'export')))
+                   - before):
+        shutil.rmtree(os.path.join(self.model_dir, 'export', name))
 
   def test_image_tensor_signature_runs_pixels_as_given(self):
     image = tf.io.decode_image(self.encoded[0], channels=3).numpy()

@@ -15,6 +15,7 @@ import tensorflow as tf
 from official_seg.data import tfexample
 from official_seg.export import predictor
 from official_seg.export import signatures
+from official_seg.export import tflite_runner
 from official_seg.runtime import experiment
 from tests import testing_utils
 from tests import tool_testing
@@ -118,6 +119,37 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
     self.assertGreater(shares[0] - shares[1], 0.2, 'a vacuous comparison')
     self.assertIn("split 'train'", result.stdout)
     self.assertRegex(result.stdout, r'\ntriangle\s+\d\.\d{4}')
+
+  def test_the_export_s_own_resize_wins_over_the_gin_files(self):
+    # The export records that its parser does not resize; gin files that
+    # say otherwise would cut every image at the wrong size.
+    self.assertEqual(predictor.Predictor(self.export_dir).resize_range,
+                     (None, None, None))
+    resize = (20, 33, 8)
+    records = _records(self.data_dir, 'train', 3)
+    shapes = [label.shape for _, label in records]
+    # The median confidence: a threshold that any shift of the cut moves.
+    serve = tf.saved_model.load(self.export_dir).signatures[
+        signatures.PROBABILITIES]
+    threshold = np.median(np.concatenate([
+        serve(images=tf.constant([encoded]))['probabilities'][0].numpy()[
+            :label.shape[0], :label.shape[1]].max(-1).ravel()
+        for encoded, label in records]))
+    self.assertNotEqual([tflite_runner.fitted_size(shape, (np.inf, np.inf),
+                                                   resize) for shape in shapes],
+                        shapes, 'a vacuous comparison')
+    found = []
+    for extra in ([], [f'Parser.{name} = {value}' for name, value in zip(
+        ('min_resize_value', 'max_resize_value', 'resize_factor'), resize)]):
+      output = os.path.join(self.create_tempdir().full_path, 'quality.json')
+      result = self._run(
+          thresholds=[repr(float(threshold))], max_images=3,
+          output_json=output,
+          gin_param=testing_utils.tiny_bindings(self.data_dir) + extra)
+      self.assertEqual(result.status, 0, result.stderr)
+      with open(output) as f:
+        found.append(json.load(f)['thresholds'])
+    self.assertEqual(found[0], found[1])
 
   @parameterized.parameters(((None, None, None), (12, 15)),
                             ((20, None, None), (20, 25)))

@@ -21,13 +21,10 @@ METADATA_FILE = 'segmentation.json'
 
 # What every export needs: `estimator` restores checkpoints into the serving
 # graph (a plain Estimator, also for a TPUEstimator run), `receiver_fn` is
-# `serving_input_receiver_fn(parser)`, `dataset` a `DatasetInfo`;
-# `preprocessing`, optional, a dict of the eval parser's facts a client of
-# the `probabilities` signature needs ('resize_range'), written to the
-# metadata beside the dataset's.
+# `serving_input_receiver_fn(parser)`, `dataset` a `DatasetInfo`; optional
+# `preprocessing`, `preprocessing_metadata(parser)`, joins the metadata.
 Serving = collections.namedtuple(
-    'Serving', 'estimator receiver_fn dataset preprocessing',
-    defaults=(None,))
+    'Serving', 'estimator receiver_fn dataset preprocessing', defaults=(None,))
 
 
 def preprocessing_metadata(parser):

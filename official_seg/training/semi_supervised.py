@@ -59,6 +59,7 @@ class RefinementLoss:
 
 
 @gin.configurable
+@validation.checked(classifier_weight=validation.NUMBER_AT_LEAST_0)
 @dataclasses.dataclass(frozen=True)
 class CamFusion:
   """PseudoSeg's second pseudo-label source: a refined class activation map.
@@ -82,9 +83,8 @@ class CamFusion:
       classifier on the strong view; otherwise the classifier's own
       confident classes (sigmoid >= 0.5) pick them.
     refinement_loss: a `RefinementLoss`.
-    classifier_weight: float >= 0, weight of the image classifier's loss,
-      which trains the backbone too (PseudoSeg's weight is 1;
-      pseudoseg.gin sets 0.1).
+    classifier_weight: float >= 0, the image classifier's loss weight; the
+      loss trains the backbone too (PseudoSeg: 1, pseudoseg.gin: 0.1).
   """
 
   attention_dim: int = 128
@@ -93,10 +93,7 @@ class CamFusion:
   refinement_loss: Any = dataclasses.field(default_factory=RefinementLoss)
 
   def __post_init__(self):
-    if self.classifier_weight < 0:
-      raise validation.ConfigurationError(
-          f'CamFusion.classifier_weight={self.classifier_weight} must be '
-          '>= 0.')
+    validation.check(CamFusion, classifier_weight=self.classifier_weight)
 
 
 @gin.configurable

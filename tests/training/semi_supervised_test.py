@@ -259,7 +259,8 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_a_negative_classifier_weight_is_a_configuration_error(self):
     with self.assertRaisesRegex(validation.ConfigurationError,
-                                r'CamFusion.classifier_weight=-0.1 must'):
+                                r'CamFusion.classifier_weight = -0.1: '
+                                'expected a number >= 0'):
       semi_supervised.CamFusion(classifier_weight=-0.1)
 
   def test_refinement_loss_is_its_own_configurable(self):

@@ -6,9 +6,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import cutmix
 from official_seg.data import palettes
-from official_seg import validation
 from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
 from official_seg.modeling import losses

@@ -210,11 +210,11 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
             serving.dataset.num_classes, parser, input_size, checkpoint_path,
             probabilities, representative, moving_average_decay))
   _write_metadata(estimator.model_dir, serving.dataset, checkpoint_path,
-                  parser.resize_range)
+                  saved_model.preprocessing_metadata(parser))
   return written
 
 
-def _write_metadata(model_dir, dataset, checkpoint_path, resize_range):
+def _write_metadata(model_dir, dataset, checkpoint_path, preprocessing):
   """segmentation.json beside the models: the dataset, step and resize."""
   path = os.path.join(os.path.dirname(tflite_path(model_dir, 'float32')),
                       tflite_runner.METADATA_FILE)
@@ -223,4 +223,4 @@ def _write_metadata(model_dir, dataset, checkpoint_path, resize_range):
           if reader.has_tensor('global_step') else None)
   return saved_model.write_metadata(
       path, dataset, {'checkpoint': checkpoint_path, 'global_step': step,
-                      'resize_range': list(resize_range)})
+                      **preprocessing})

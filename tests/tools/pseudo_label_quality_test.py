@@ -40,6 +40,13 @@ def _records(data_dir, split, limit):
   return found[:limit]
 
 
+def _served(export_dir, records):
+  """The probabilities signature's output for each record, cut to its label."""
+  serve = tf.saved_model.load(export_dir).signatures[signatures.PROBABILITIES]
+  return [serve(images=tf.constant([encoded]))['probabilities'][0].numpy()[
+      :label.shape[0], :label.shape[1]] for encoded, label in records]
+
+
 def _expected(probabilities, labels, threshold):
   """Kept counts by (true, pseudo) and labelled counts, by NumPy bincount."""
   kept = np.zeros((_CLASSES, _CLASSES), np.int64)
@@ -82,13 +89,9 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_figures_equal_numpy_on_the_served_probabilities(self):
     # The first 3 train images (the default split), served by hand.
-    loaded = tf.saved_model.load(self.export_dir)
-    serve = loaded.signatures[signatures.PROBABILITIES]
     records = _records(self.data_dir, 'train', 3)
     labels = [label for _, label in records]
-    probabilities = [
-        serve(images=tf.constant([encoded]))['probabilities'][0].numpy()[
-            :label.shape[0], :label.shape[1]] for encoded, label in records]
+    probabilities = _served(self.export_dir, records)
     confidence = np.concatenate([p.max(-1).ravel() for p in probabilities])
     # Thresholds that keep about three quarters and a quarter of the pixels.
     thresholds = [float(v) for v in np.quantile(confidence, [0.25, 0.75])]
@@ -129,12 +132,8 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
     records = _records(self.data_dir, 'train', 3)
     shapes = [label.shape for _, label in records]
     # The median confidence: a threshold that any shift of the cut moves.
-    serve = tf.saved_model.load(self.export_dir).signatures[
-        signatures.PROBABILITIES]
     threshold = np.median(np.concatenate([
-        serve(images=tf.constant([encoded]))['probabilities'][0].numpy()[
-            :label.shape[0], :label.shape[1]].max(-1).ravel()
-        for encoded, label in records]))
+        p.max(-1).ravel() for p in _served(self.export_dir, records)]))
     self.assertNotEqual([tflite_runner.fitted_size(shape, (np.inf, np.inf),
                                                    resize) for shape in shapes],
                         shapes, 'a vacuous comparison')

@@ -26,6 +26,9 @@ AVERAGE_TAGS = {name: name + '_average'
                 for name in (GRADIENT_AGREEMENT, SHARE_DISTANCE,
                              LABELED_ACCURACY, KEPT_SHARE)}
 WARNINGS_TAG = 'semi/warnings'
+# A lasting warning's log line repeats every this many checks, so a run
+# that warns throughout logs a few lines; TensorBoard gets every check.
+LOG_REPEAT_CHECKS = 10
 
 
 def class_shares(classes, weights, num_classes):
@@ -162,8 +165,8 @@ class SemiSupervisedWarnings:
   step, over moving averages (decay `decay` a step) of the labeled loss,
   `semi/gradient_agreement`, `semi/class_share_distance`,
   `semi/labeled_pseudo_accuracy` and `semi/kept_share`. After
-  `warmup_steps`, every `every_n_steps`, a warning is logged and written as
-  text under 'semi/warnings':
+  `warmup_steps`, every `every_n_steps`, a warning is written as text under
+  'semi/warnings' and logged:
   (a) "pulling against the labels" while the unlabeled weight is not 0 and
   the agreement's average is below `min_gradient_agreement`, or the
   labeled loss's average is more than `max_loss_rise` above its lowest
@@ -176,6 +179,10 @@ class SemiSupervisedWarnings:
   kept share's average is below `min_kept_share`: the unlabeled stream
   trains nothing (a threshold the labeler's confidence never reaches).
   Then (b) is not judged: with nothing kept its two signals are 0.
+  While a warning lasts, its log line repeats only every
+  `LOG_REPEAT_CHECKS` checks (TensorBoard still gets it at every check), and
+  at once when it returns after a check without it: a run that warns for
+  its whole length logs a few lines, not one a check.
 
   Attributes:
     decay: float in [0, 1), the moving averages' decay a step.
@@ -231,14 +238,32 @@ class SemiSupervisedWarnings:
         tf.logical_not(starved),
         tf.logical_or(distance > self.max_share_distance,
                       accuracy < self.min_labeled_accuracy))
-    return tf.group(
-        _warn(tf.logical_and(due, pulling), step,
-              _pulling_message(agreement, rise)),
-        _warn(tf.logical_and(due, disagree), step,
-              _disagree_message(distance, accuracy)),
-        _warn(tf.logical_and(due, tf.logical_and(
-            starved, scalars[UNLABELED_WEIGHT] > 0)), step,
-              _starved_message(kept)))
+    starving = tf.logical_and(starved, scalars[UNLABELED_WEIGHT] > 0)
+    return tf.group(*[
+        self._warn(kind, due, condition, step, message)
+        for kind, condition, message in (
+            ('pulling', pulling, _pulling_message(agreement, rise)),
+            ('disagree', disagree, _disagree_message(distance, accuracy)),
+            ('starved', starving, _starved_message(kept)))])
+
+  def _warn(self, kind, due, condition, step, message):
+    """Writes `message` at due steps where `condition`; logs it at its
+    onset and then every `LOG_REPEAT_CHECKS` checks while it lasts."""
+    name = 'semi_warnings_' + kind
+    was_on = summaries.host_state(name + '_on', False)
+    last_logged = summaries.host_state(name + '_logged',
+                                       tf.constant(0, tf.int64))
+    fires = tf.logical_and(due, condition)
+    logs = tf.logical_and(fires, tf.logical_or(
+        tf.logical_not(was_on), step - last_logged >= LOG_REPEAT_CHECKS * self.every_n_steps))
+    # The states are read above: they may change only once those reads are
+    # done.
+    with tf.control_dependencies([logs]):
+      assigns = [
+          was_on.assign(tf.where(due, condition, was_on)),
+          last_logged.assign(tf.where(logs, step, last_logged))]
+    with tf.control_dependencies(assigns):
+      return _write_and_log(fires, logs, step, message)
 
   def _average(self, name, value):
     """The moving average of `value` after this step (its first value first)."""
@@ -294,10 +319,15 @@ def _starved_message(kept):
       '(docs/semi_supervised.md, "When it hurts").'])
 
 
-def _warn(condition, step, message):
-  """Logs `message` as a warning and writes it as text where `condition`."""
-  with tf.summary.record_if(condition):
+def _write_and_log(written, logged, step, message):
+  """Writes `message` as text where `written`, logs it where `logged`.
+
+  The log line starts with the step ('Step 4400: ...'); TensorBoard has
+  its own.
+  """
+  with tf.summary.record_if(written):
     tf.summary.text(WARNINGS_TAG, message, step=step)
-  return tf.cond(condition,
-                 lambda: tf.print(message, output_stream=logging.warning),
+  line = tf.strings.join(['Step ', tf.strings.as_string(step), ': ', message])
+  return tf.cond(logged,
+                 lambda: tf.print(line, output_stream=logging.warning),
                  tf.no_op)

@@ -2,6 +2,7 @@
 
 import glob
 import os
+import re
 import tempfile
 
 from absl.testing import parameterized
@@ -25,12 +26,19 @@ def _numpy_distance(pseudo, kept, labels, num_classes):
                       label_counts / label_counts.sum()).sum()
 
 
+_PHRASES = {'pulling': 'pulling against the labels',
+            'disagree': 'disagree with the labeled data',
+            'starved': 'keep almost no pixel'}
+
+
 def _numpy_warnings(series, options):
   """Steps of each kind of warning, and the written averages, by the rule
   of the class docstring; `series` maps each input name to its values."""
   averages = {}
   lowest = np.inf
   fired = {'pulling': [], 'disagree': [], 'starved': [], 'written': {}}
+  fired['logged'] = {kind: [] for kind in _PHRASES}
+  was_on = dict.fromkeys(_PHRASES, False)
   names = [n for n in semi_warnings.INPUTS
            if n != semi_warnings.UNLABELED_WEIGHT]
   for step in range(len(series[semi_warnings.LABELED_LOSS])):
@@ -59,6 +67,13 @@ def _numpy_warnings(series, options):
         averages[semi_warnings.LABELED_ACCURACY] <
         options.min_labeled_accuracy):
       fired['disagree'].append(step)
+    for kind, logged in fired['logged'].items():
+      on = bool(fired[kind]) and fired[kind][-1] == step
+      if on and (not was_on[kind] or
+                 step - logged[-1] >=
+                 semi_warnings.LOG_REPEAT_CHECKS * options.every_n_steps):
+        logged.append(step)
+      was_on[kind] = on
   return fired
 
 
@@ -88,11 +103,6 @@ class ShareDistanceTest(tf.test.TestCase, parameterized.TestCase):
     # Nothing but class 2, against a quarter of class 2: 3/4 apart.
     self.assertAllClose(semi_warnings.share_distance(
         np.full((1, 1, 6), 2), tf.constant(kept), labels, 3, _IGNORE), 0.75)
-
-
-_PHRASES = {'pulling': 'pulling against the labels',
-            'disagree': 'disagree with the labeled data',
-            'starved': 'keep almost no pixel'}
 
 
 class WarningsTest(tf.test.TestCase, parameterized.TestCase):
@@ -146,21 +156,27 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
       ('nothing_kept', {'kept': 0.0, 'accuracy': 0.0, 'distance': 0.0},
        ('starved',)),
       ('nothing_kept_without_unlabeled_weight',
-       {'kept': 0.0, 'accuracy': 0.0, 'distance': 0.0, 'weight': 0.0}, ()))
+       {'kept': 0.0, 'accuracy': 0.0, 'distance': 0.0, 'weight': 0.0}, ()),
+      # Apart, then close for a few checks, then apart again: the log
+      # repeats at the warning's return, not only every 10 checks.
+      ('apart_then_close_then_apart', {'distance': 0.6, 'close': (22, 40)},
+       ('disagree',)))
   def test_fires_where_numpy_says(self, shape, kinds):
     options = semi_warnings.SemiSupervisedWarnings(
-        decay=0.9, warmup_steps=20, every_n_steps=10)
+        decay=0.9, warmup_steps=20, every_n_steps=4)
     steps = np.arange(120)
     rng = np.random.default_rng(0)
     noise = lambda: rng.normal(0, 0.05, steps.size)
     losses = 2.0 * np.exp(-steps / 15.0) + 0.2
     if shape.get('rises'):
       losses += np.where(steps > 50, (steps - 50) * 0.02, 0.0)
+    distance = np.full(steps.size, shape.get('distance', 0.1))
+    if 'close' in shape:
+      distance[slice(*shape['close'])] = 0.0
     series = {
         semi_warnings.LABELED_LOSS: losses,
         semi_warnings.GRADIENT_AGREEMENT: shape.get('agreement', 0.2) + noise(),
-        semi_warnings.SHARE_DISTANCE: np.clip(
-            shape.get('distance', 0.1) + noise(), 0, 1),
+        semi_warnings.SHARE_DISTANCE: np.clip(distance + noise(), 0, 1),
         semi_warnings.LABELED_ACCURACY: np.clip(
             shape.get('accuracy', 0.97) + noise(), 0, 1),
         # Relative noise: a share of 0 stays 0, as when nothing is kept.
@@ -173,6 +189,7 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(written), sorted(expected['written']))
     for step, values in expected.pop('written').items():
       self.assertAllClose(written[step], values, rtol=1e-5, atol=1e-6)
+    logged = expected.pop('logged')
     fired = {kind: sorted(s for s, found in texts.items()
                           if any(phrase in t for t in found))
              for kind, phrase in _PHRASES.items()}
@@ -180,7 +197,16 @@ class WarningsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(k for k in expected if expected[k]),
                      sorted(kinds))
     for kind, phrase in _PHRASES.items():
-      self.assertEqual(stderr.count(phrase), len(expected[kind]))
+      self.assertEqual(
+          [int(s) for s in re.findall(rf'Step (\d+): [^\n]*{phrase}', stderr)],
+          logged[kind])
+    for kind in kinds:
+      # A lasting warning: every check writes it, the log repeats fewer.
+      self.assertLess(len(logged[kind]), len(expected[kind]))
+    if 'close' in shape:
+      gaps = np.diff(logged['disagree'])
+      self.assertLess(min(gaps), semi_warnings.LOG_REPEAT_CHECKS *
+                      options.every_n_steps)
 
 
 if __name__ == '__main__':

@@ -15,6 +15,7 @@ bindings of docs/scarce_labels.md make a run on a CPU repeat.
 
 import dataclasses
 import glob
+import hashlib
 import os
 import statistics
 import time
@@ -23,6 +24,7 @@ from typing import Sequence
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 
@@ -139,20 +141,61 @@ def run_one(spec, arm, seed, model_dir):
   }
 
 
+def gin_fingerprint(spec):
+  """{path: SHA-256} of the gin files the runs may read.
+
+  The shipped gin folder's files, and those in the folders of the spec's
+  own files (which they may include).
+  """
+  files = [os.path.abspath(gin_config.resolve_gin_file(f))
+           for f in spec.gin_files]
+  folders = {gin_config.gin_dir()} | {os.path.dirname(f) for f in files}
+  paths = set(files)
+  for folder in folders:
+    paths.update(glob.glob(os.path.join(folder, '**', '*.gin'),
+                           recursive=True))
+  fingerprint = {}
+  for path in sorted(paths):
+    with open(path, 'rb') as stream:
+      fingerprint[path] = hashlib.sha256(stream.read()).hexdigest()
+  return fingerprint
+
+
+def _check_unchanged(spec, fingerprint):
+  """Raises if a gin file changed since `fingerprint`: each run parses the
+  files again, so later runs would train another experiment.
+
+  Raises:
+    validation.ConfigurationError: naming the changed files.
+  """
+  now = gin_fingerprint(spec)
+  changed = sorted(p for p in set(now) | set(fingerprint)
+                   if now.get(p) != fingerprint.get(p))
+  if changed:
+    raise validation.ConfigurationError(
+        f'gin files changed after the benchmark started: {changed}; its '
+        'runs would not train the same experiment. Put them back, or start '
+        'again in a new work folder.')
+
+
 def run(spec, work_dir, log=print):
   """Runs every arm at every seed, seeds outermost; the list of records.
 
   Raises:
-    FileExistsError: a run's folder under `work_dir` is not empty.
+    validation.ConfigurationError: a run's folder under `work_dir` is not
+      empty, or a gin file changed while the benchmark ran.
   """
   records = []
+  fingerprint = gin_fingerprint(spec)
   for seed in spec.seeds:
     for arm in spec.arms:
       model_dir = os.path.join(work_dir, f'{arm}-seed{seed}')
       if tf.io.gfile.exists(model_dir) and tf.io.gfile.listdir(model_dir):
-        raise FileExistsError(f'{model_dir} is not empty; give the '
-                              'benchmark a new work folder.')
+        raise validation.ConfigurationError(
+            f'{model_dir} is not empty; give the benchmark a new work '
+            'folder.')
       log(f'Running {arm}, seed {seed}, in {model_dir}')
+      _check_unchanged(spec, fingerprint)
       records.append(run_one(spec, arm, seed, model_dir))
       log(f"{arm}, seed {seed}: mean IoU {records[-1]['mean_iou']:.4f}")
   return records

@@ -56,6 +56,13 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv  # Unused.
+  with seg_flags.mistakes_exit_2('semi_supervised_benchmark'):
+    _main()
+
+
+def _main():
+  """main's work; a used work folder or a changed gin file is a
+  ConfigurationError."""
   spec = semi_supervised.Spec(
       gin_files=FLAGS.gin_file, gin_params=seg_flags.gin_params(),
       labeled_split=FLAGS.labeled_split,

@@ -1,13 +1,16 @@
 """Tests for semi_supervised: arms over seeds, read back and summarized."""
 
+import dataclasses
 import glob
 import json
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 
 from benchmarks import semi_supervised
+from official_seg import validation
 from official_seg.data import synthetic
 from tests import testing_utils
 
@@ -97,8 +100,23 @@ class RunTest(testing_utils.TinyDataTestCase):
     used = os.path.join(self.work_dir, 'labeled_only-seed0')
     os.makedirs(used)
     open(os.path.join(used, 'checkpoint'), 'w').close()
-    with self.assertRaisesRegex(FileExistsError, 'labeled_only-seed0'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'labeled_only-seed0'):
       semi_supervised.run(self.spec, self.work_dir, log=lambda _: None)
+
+  def test_a_gin_file_changed_after_the_start_stops_it(self):
+    experiment = os.path.join(self.create_tempdir().full_path, 'mine.gin')
+    with open(experiment, 'w') as stream:
+      stream.write("include 'experiments/quickstart.gin'\n")
+    spec = dataclasses.replace(self.spec, gin_files=[experiment])
+    def edit_as_the_run_starts(message):
+      del message  # Any: the first comes after the benchmark's start.
+      with open(experiment, 'a') as stream:
+        stream.write('BASE_LEARNING_RATE = 0.5\n')
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                f"changed .*{re.escape(experiment)}"):
+      semi_supervised.run(spec, self.work_dir, log=edit_as_the_run_starts)
+    self.assertEmpty(os.listdir(self.work_dir))
 
 
 class SummarizeTest(tf.test.TestCase):

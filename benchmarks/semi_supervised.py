@@ -144,16 +144,15 @@ def run_one(spec, arm, seed, model_dir):
 def gin_fingerprint(spec):
   """{path: SHA-256} of the gin files the runs may read.
 
-  The shipped gin folder's files, and those in the folders of the spec's
-  own files (which they may include).
+  The shipped gin folder's files, and those beside the spec's own files
+  (which they may include); not below those, which may be any folder.
   """
   files = [os.path.abspath(gin_config.resolve_gin_file(f))
            for f in spec.gin_files]
-  folders = {gin_config.gin_dir()} | {os.path.dirname(f) for f in files}
-  paths = set(files)
-  for folder in folders:
-    paths.update(glob.glob(os.path.join(folder, '**', '*.gin'),
-                           recursive=True))
+  paths = set(files) | set(glob.glob(
+      os.path.join(gin_config.gin_dir(), '**', '*.gin'), recursive=True))
+  for folder in {os.path.dirname(f) for f in files}:
+    paths.update(glob.glob(os.path.join(folder, '*.gin')))
   fingerprint = {}
   for path in sorted(paths):
     with open(path, 'rb') as stream:

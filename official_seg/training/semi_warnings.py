@@ -254,8 +254,9 @@ class SemiSupervisedWarnings:
     last_logged = summaries.host_state(name + '_logged',
                                        tf.constant(0, tf.int64))
     fires = tf.logical_and(due, condition)
-    logs = tf.logical_and(fires, tf.logical_or(
-        tf.logical_not(was_on), step - last_logged >= LOG_REPEAT_CHECKS * self.every_n_steps))
+    repeat = step - last_logged >= LOG_REPEAT_CHECKS * self.every_n_steps
+    logs = tf.logical_and(fires,
+                          tf.logical_or(tf.logical_not(was_on), repeat))
     # The states are read above: they may change only once those reads are
     # done.
     with tf.control_dependencies([logs]):

@@ -30,7 +30,7 @@ class SemiSupervisedBenchmarkTest(testing_utils.TinyDataTestCase):
         arms=['labeled_only'], seeds=['0'], train_steps=1,
         work_dir=self.work_dir)
 
-  def test_writes_each_run_and_its_command(self):
+  def test_writes_each_run_and_its_summary(self):
     result = tool_testing.run(semi_supervised_benchmark, **self.flags)
     self.assertEqual(result.status, 0, result.stderr)
     output = os.path.join(self.work_dir, 'semi_supervised.json')

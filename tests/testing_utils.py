@@ -169,6 +169,12 @@ def binary_command(model_dir, bindings, mode,
                     f'--mode={mode}'] + [f'--gin_param={b}' for b in bindings]
 
 
+def eval_records(model_dir):
+  """The lines of `<model_dir>/eval/metrics.jsonl`, parsed here, in order."""
+  with open(os.path.join(model_dir, 'eval', 'metrics.jsonl')) as stream:
+    return [json.loads(line) for line in stream]
+
+
 def run_binary(model_dir, bindings, mode='train_and_eval', **kwargs):
   """Runs the binary to completion; returns the CompletedProcess."""
   return subprocess.run(binary_command(model_dir, bindings, mode, **kwargs),

@@ -8,11 +8,11 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import cutmix
-from official_seg.data import palettes
 from official_seg.data import views
 from official_seg.modeling import classifier as classifier_lib
 from official_seg.modeling import losses
 from official_seg.training import pseudo_labels
+from official_seg.training import semi_monitors
 from official_seg.training import semi_warnings
 
 # Features of the unlabeled stream, as the semi-supervised input_fn names
@@ -207,7 +207,8 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
 
   Returns:
     (losses dict, weak refined logits [B_u, h, w, C] and labeled refined
-    logits [B, h, w, C], both without gradient).
+    logits [B, h, w, C], both without gradient, and the classes float32
+    [B_u, C-1] whose maps the weak views' CAM drew).
   """
   num_classes, ignore = dataset.num_classes, dataset.ignore_label
   count = tf.shape(labels)[0]
@@ -239,38 +240,8 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
       model, lambda: refinement(weak, weak_cam,
                                 features[UNLABELED + 'weak_valid'],
                                 training=training))
-  return result, tf.stop_gradient(weak_refined), tf.stop_gradient(refined)
-
-
-def _monitors(targets, strong_logits, kept, valid, features, dataset):
-  """Share kept and the accuracies of pseudo labels and strong predictions."""
-  strong_label = features[MONITOR + 'unlabeled_strong_label'][..., 0]
-  scalars = {'kept_share': tf.math.divide_no_nan(
-      tf.reduce_sum(kept * valid), tf.reduce_sum(valid))}
-  for name, values in (('pseudo', targets), ('strong', strong_logits)):
-    predictions = tf.argmax(values, axis=-1, output_type=tf.int32)
-    pixel, balanced = pseudo_labels.accuracies(
-        predictions, strong_label, dataset.num_classes, dataset.ignore_label,
-        valid)
-    scalars[f'{name}_accuracy'] = pixel
-    scalars[f'{name}_balanced_accuracy'] = balanced
-  return scalars
-
-
-def _pictures(features, targets, dataset):
-  """The strong views, their ground truth and their pseudo labels."""
-  colours = palettes.label_colours(dataset.palette, dataset.ignore_label)
-  valid = features[UNLABELED + 'strong_valid'][..., 0] > 0
-  pseudo = tf.where(valid, tf.argmax(targets, -1, output_type=tf.int32),
-                    dataset.ignore_label)
-  pictures = palettes.pictures(features[UNLABELED + 'strong_image'],
-                               features[MONITOR + 'unlabeled_strong_label'],
-                               pseudo,
-                               colours)
-  return {f'pictures/unlabeled_{tag}': value
-          for tag, value in (('strong', pictures['image']),
-                             ('label', pictures['label']),
-                             ('pseudo_label', pictures['prediction']))}
+  return (result, tf.stop_gradient(weak_refined), tf.stop_gradient(refined),
+          weak_targets)
 
 
 def build_step(model, features, labels, training, dataset, options,
@@ -316,7 +287,7 @@ def build_step(model, features, labels, training, dataset, options,
       logits, labels, dataset.ignore_label)}
   refined = labeled_refined = None
   if with_features:
-    cam_losses, refined, labeled_refined = _cam_branch(
+    cam_losses, refined, labeled_refined, picked = _cam_branch(
         options.cam_fusion, model, outputs, weak_outputs, features, labels,
         dataset, training, pass_updates)
     step_losses.update(cam_losses)
@@ -334,7 +305,12 @@ def build_step(model, features, labels, training, dataset, options,
   consistency = pseudo_labels.consistency_loss(strong_logits, targets, kept,
                                                valid)
   step_losses['consistency'] = weight * consistency
-  scalars = _monitors(targets, strong_logits, kept, valid, features, dataset)
+  scalars = semi_monitors.step_monitors(targets, strong_logits, kept, valid,
+                                        features, dataset)
+  if with_features:
+    scalars.update(semi_monitors.fusion_monitors(
+        _resized(weak_outputs['logits'], strong), _resized(refined, strong),
+        picked, features, dataset))
   if options.warnings:
     # The same labeler on the labeled images too, against their labels.
     scalars.update(semi_warnings.signals(
@@ -346,5 +322,5 @@ def build_step(model, features, labels, training, dataset, options,
   return Step(logits=logits, losses=step_losses,
               update_ops=batch_norm_updates(pass_updates),
               scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},
-              pictures=_pictures(features, targets, dataset),
+              pictures=semi_monitors.pictures(features, targets, dataset),
               host_checks=[options.warnings] if options.warnings else [])

@@ -153,6 +153,8 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
       if fusion:
         expected |= {'classifier', 'refinement'}
       self.assertEqual(set(step.losses), expected)
+      # Only the fusion has sources of its own to score.
+      self.assertEqual('semi/cam_class_recall' in step.scalars, bool(fusion))
       loss = tf.add_n(list(step.losses.values()))
       weak, strong, labeled = tf.gradients(
           loss, [features['unlabeled/image'],

@@ -1,6 +1,5 @@
 """Faults injected into real processes: kill -9, a crash inside a checkpoint save, NaN."""
 
-import json
 import os
 import signal
 import subprocess
@@ -39,8 +38,7 @@ def _run(model_dir, bindings, mode='train_and_eval', driver=None):
 
 
 def _steps(model_dir):
-  path = os.path.join(model_dir, 'eval', 'metrics.jsonl')
-  return [json.loads(line)['global_step'] for line in open(path)]
+  return [r['global_step'] for r in testing_utils.eval_records(model_dir)]
 
 
 def _kept_steps(model_dir):

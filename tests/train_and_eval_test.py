@@ -1,7 +1,6 @@
 """End to end: the train_and_eval binary trains, evaluates and records, or fails clearly."""
 
 import glob
-import json
 import os
 import subprocess
 
@@ -30,8 +29,7 @@ class TrainAndEvalTest(testing_utils.TinyDataTestCase):
 
     self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
                      os.path.join(self.model_dir, 'model.ckpt-4'))
-    records = [json.loads(line) for line in open(
-        os.path.join(self.model_dir, 'eval', 'metrics.jsonl'))]
+    records = testing_utils.eval_records(self.model_dir)
     self.assertNotEmpty(records)
     final = max(records, key=lambda r: r['global_step'])
     self.assertEqual(final['global_step'], 4)
@@ -65,8 +63,7 @@ class TrainAndEvalTest(testing_utils.TinyDataTestCase):
     proc = _run_binary(self.model_dir, bindings, mode='eval')
     self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
     self.assertIn('Evaluation at step 4', proc.stdout)
-    self.assertLen(open(os.path.join(
-        self.model_dir, 'eval', 'metrics.jsonl')).readlines(), len(records))
+    self.assertLen(testing_utils.eval_records(self.model_dir), len(records))
 
   def test_trainer_and_evaluator_processes_share_a_model_dir(self):
     bindings = testing_utils.tiny_bindings(self.data_dir, train_steps=4, extra=[
@@ -85,8 +82,8 @@ class TrainAndEvalTest(testing_utils.TinyDataTestCase):
     kept = sorted(int(p.rsplit('-', 1)[1])
                   for p in state.all_model_checkpoint_paths)
     self.assertEqual(kept, [0, 2, 4])
-    steps = [json.loads(line)['global_step'] for line in open(
-        os.path.join(self.model_dir, 'eval', 'metrics.jsonl'))]
+    steps = [r['global_step']
+             for r in testing_utils.eval_records(self.model_dir)]
     self.assertEqual(sorted(steps), kept)
     self.assertTrue(os.path.exists(
         os.path.join(self.model_dir, 'best', 'best.json')))

@@ -4,7 +4,6 @@ import contextlib
 import glob
 import importlib.util
 import io
-import json
 import os
 import re
 import shutil
@@ -156,8 +155,7 @@ class LocalClusterTest(tf.test.TestCase):
     final = _checkpoint_steps(model_dir)[-1]
     # Each trainer but the last to stop may add one step past TRAIN_STEPS.
     self.assertBetween(final, _TRAIN_STEPS, _TRAIN_STEPS + 1)
-    records = [json.loads(line) for line in open(
-        os.path.join(model_dir, 'eval', 'metrics.jsonl'))]
+    records = testing_utils.eval_records(model_dir)
     steps = [record['global_step'] for record in records]
     self.assertIn(final, steps)
     self.assertLen(steps, len(set(steps)))

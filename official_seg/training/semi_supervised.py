@@ -85,11 +85,16 @@ class CamFusion:
     refinement_loss: a `RefinementLoss`.
     classifier_weight: float >= 0, the image classifier's loss weight; the
       loss trains the backbone too (PseudoSeg: 1, pseudoseg.gin: 0.1).
+    decoder_where_no_class: bool; an image whose CAM drew no class (the
+      classifier picked none) takes the decoder's softmax alone as its
+      pseudo label, where PseudoSeg fuses it with a map that says
+      background everywhere.
   """
 
   attention_dim: int = 128
   weakly: bool = False
   classifier_weight: float = 1.0
+  decoder_where_no_class: bool = False
   refinement_loss: Any = dataclasses.field(default_factory=RefinementLoss)
 
   def __post_init__(self):
@@ -146,13 +151,31 @@ def _resized(logits, like):
   return tf.image.resize(tf.cast(logits, tf.float32), tf.shape(like)[1:3])
 
 
-def _pseudo_probabilities(logits, refined, like):
-  """The labeler's input at the size of `like`, without gradient: the
-  softmax of `logits`, or its calibrated fusion with the refined CAM's."""
+def pseudo_probabilities(logits, cam, like, fusion=None):
+  """The labeler's input at the size of `like`, without gradient.
+
+  Args:
+    logits: float [B, h, w, C], the decoder's.
+    cam: None, or (refined CAM logits float [B, h', w', C], classes drawn
+      float32 [B, C-1]).
+    like: a tensor [B, H, W, ...] of the size wanted.
+    fusion: the `CamFusion`, with `cam`.
+
+  Returns:
+    float32 [B, H, W, C]: the softmax of `logits`, or its calibrated fusion
+    with the refined CAM's (the softmax alone for images whose CAM drew no
+    class, with `fusion.decoder_where_no_class`).
+  """
   logits = _resized(tf.stop_gradient(logits), like)
-  if refined is None:
-    return tf.nn.softmax(logits)
-  return pseudo_labels.calibrated_fusion(logits, _resized(refined, like))
+  decoder = tf.nn.softmax(logits)
+  if cam is None:
+    return decoder
+  refined, drawn = cam
+  fused = pseudo_labels.calibrated_fusion(logits, _resized(refined, like))
+  if not fusion.decoder_where_no_class:
+    return fused
+  any_class = tf.reduce_max(drawn, axis=-1) > 0
+  return tf.where(any_class[:, None, None, None], fused, decoder)
 
 
 def _levels(model, outputs, count=2):
@@ -206,9 +229,9 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
   Records the refinement passes' batch-norm updates in `pass_updates`.
 
   Returns:
-    (losses dict, weak refined logits [B_u, h, w, C] and labeled refined
-    logits [B, h, w, C], both without gradient, and the classes float32
-    [B_u, C-1] whose maps the weak views' CAM drew).
+    (losses dict, the weak views' CAM, the labeled images' CAM): each CAM
+    (refined logits float32 [B, h, w, C] without gradient, the classes
+    float32 [B, C-1] whose maps it drew).
   """
   num_classes, ignore = dataset.num_classes, dataset.ignore_label
   count = tf.shape(labels)[0]
@@ -240,8 +263,8 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
       model, lambda: refinement(weak, weak_cam,
                                 features[UNLABELED + 'weak_valid'],
                                 training=training))
-  return (result, tf.stop_gradient(weak_refined), tf.stop_gradient(refined),
-          weak_targets)
+  return (result, (tf.stop_gradient(weak_refined), weak_targets),
+          (tf.stop_gradient(refined), targets))
 
 
 def build_step(model, features, labels, training, dataset, options,
@@ -285,14 +308,14 @@ def build_step(model, features, labels, training, dataset, options,
   strong_logits = _resized(outputs['logits'][count:], strong)
   step_losses = {'segmentation': losses.segmentation_loss(
       logits, labels, dataset.ignore_label)}
-  refined = labeled_refined = None
+  weak_cam = labeled_cam = None
   if with_features:
-    cam_losses, refined, labeled_refined, picked = _cam_branch(
+    cam_losses, weak_cam, labeled_cam = _cam_branch(
         options.cam_fusion, model, outputs, weak_outputs, features, labels,
         dataset, training, pass_updates)
     step_losses.update(cam_losses)
-  targets, kept = options.labeler(
-      _pseudo_probabilities(weak_outputs['logits'], refined, strong))
+  targets, kept = options.labeler(pseudo_probabilities(
+      weak_outputs['logits'], weak_cam, strong, options.cam_fusion))
   # The strong view may hold pasted boxes of other images (CutMix): their
   # pseudo labels are pasted alike.
   mix_index = features[UNLABELED + 'mix_index']
@@ -309,14 +332,14 @@ def build_step(model, features, labels, training, dataset, options,
                                         features, dataset)
   if with_features:
     scalars.update(semi_monitors.fusion_monitors(
-        _resized(weak_outputs['logits'], strong), _resized(refined, strong),
-        picked, features, dataset))
+        _resized(weak_outputs['logits'], strong),
+        _resized(weak_cam[0], strong), weak_cam[1], features, dataset))
   if options.warnings:
     # The same labeler on the labeled images too, against their labels.
     scalars.update(semi_warnings.signals(
         model, step_losses, (targets, kept * valid),
-        options.labeler(_pseudo_probabilities(logits, labeled_refined,
-                                              labels)),
+        options.labeler(pseudo_probabilities(logits, labeled_cam, labels,
+                                             options.cam_fusion)),
         labels, dataset))
   scalars.update(consistency_loss=consistency, unlabeled_weight=weight)
   return Step(logits=logits, losses=step_losses,

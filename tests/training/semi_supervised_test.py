@@ -462,6 +462,44 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
                           rtol=1e-5)
 
 
+class PseudoProbabilitiesTest(tf.test.TestCase, parameterized.TestCase):
+  """The labeler's input: decoder alone, fused, or fused where a class was drawn."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    rng = np.random.RandomState(5)
+    self.decoder = rng.normal(scale=2.0, size=(2, 4, 5, 3)).astype(np.float32)
+    self.cam = rng.normal(scale=3.0, size=(2, 4, 5, 3)).astype(np.float32)
+    # Image 0's CAM drew class 1; image 1's drew none.
+    self.drawn = np.array([[1, 0], [0, 0]], np.float32)
+
+  def _fused(self):
+    """NumPy: PseudoSeg's calibrated fusion (one RMS scale for both)."""
+    both = np.concatenate([self.decoder, self.cam]).astype(np.float64)
+    scale = 1.0 / np.sqrt(np.mean(both ** 2) + 1e-8)
+    return 0.5 * (_softmax(self.decoder * scale) + _softmax(self.cam * scale))
+
+  @parameterized.parameters(False, True)
+  def test_against_numpy(self, decoder_where_no_class):
+    fusion = semi_supervised.CamFusion(
+        decoder_where_no_class=decoder_where_no_class)
+    like = tf.zeros([2, 4, 5, 1])
+    got = semi_supervised.pseudo_probabilities(
+        tf.constant(self.decoder), (tf.constant(self.cam),
+                                    tf.constant(self.drawn)), like, fusion)
+    expected = self._fused()
+    if decoder_where_no_class:
+      expected[1] = _softmax(self.decoder[1].astype(np.float64))
+    self.assertAllClose(got, expected, atol=1e-6)
+    self.assertNotAllClose(self._fused()[1],
+                           _softmax(self.decoder[1].astype(np.float64)))
+    self.assertAllClose(
+        semi_supervised.pseudo_probabilities(tf.constant(self.decoder), None,
+                                             like),
+        _softmax(self.decoder.astype(np.float64)), atol=1e-6)
+
+
 class BranchInTheModelTest(tf.test.TestCase):
   """PseudoSeg's classifier and refinement are layers of the model."""
 

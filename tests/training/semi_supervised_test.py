@@ -468,10 +468,11 @@ class PseudoProbabilitiesTest(tf.test.TestCase, parameterized.TestCase):
   def setUp(self):
     super().setUp()
     gin.clear_config()
-    rng = np.random.RandomState(5)
-    self.decoder = rng.normal(scale=2.0, size=(2, 4, 5, 3)).astype(np.float32)
-    self.cam = rng.normal(scale=3.0, size=(2, 4, 5, 3)).astype(np.float32)
-    # Image 0's CAM drew class 1; image 1's drew none.
+    # Decoder and CAM logits of 2 images; image 0's CAM drew class 1, image
+    # 1's drew none.
+    self.decoder, self.cam = np.random.RandomState(5).normal(
+        scale=[[[[[2.0]]]], [[[[3.0]]]]], size=(2, 2, 4, 5, 3)).astype(
+            np.float32)
     self.drawn = np.array([[1, 0], [0, 0]], np.float32)
 
   def _fused(self):

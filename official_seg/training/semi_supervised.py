@@ -16,9 +16,8 @@ from official_seg.training import semi_monitors
 from official_seg.training import semi_warnings
 
 # Features of the unlabeled stream, as the semi-supervised input_fn names
-# them; its ground truth is under views.MONITOR, read by monitors only.
+# them; its ground truth is under views.MONITOR, read by semi_monitors only.
 UNLABELED = views.UNLABELED
-MONITOR = views.MONITOR
 # Scalars of the step, under this prefix in TensorBoard.
 SUMMARY_PREFIX = 'semi/'
 # The batch-norm rule, stated here once: every pass that normalises with its
@@ -274,8 +273,8 @@ def build_step(model, features, labels, training, dataset, options,
   The labeled images and the strong views go through the model in one
   batch; the weak views go through it once more, forward only: their
   prediction is the pseudo label's source, so no gradient reaches them.
-  Batch-norm updates follow `BATCH_NORM_PASSES`. Features under `MONITOR`
-  feed the monitors and pictures only.
+  Batch-norm updates follow `BATCH_NORM_PASSES`. Features under
+  `views.MONITOR` feed the monitors and pictures only.
 
   Args:
     model: a `model.SegmentationModel`; with `options.cam_fusion`, built

@@ -68,10 +68,10 @@ def fusion_monitors(decoder_logits, cam_logits, picked, features, dataset):
     scalars[f'{name}_balanced_accuracy'] = pseudo_labels.accuracies(
         predictions, label, dataset.num_classes, dataset.ignore_label,
         valid)[1]
-  # Ignore pixels and invalid ones become background, which no column counts.
-  counted = tf.where(valid > 0, label, 0)[..., None]
-  present = tf.equal(counted, tf.range(1, dataset.num_classes))
-  present = tf.cast(tf.reduce_any(present, axis=[1, 2]), tf.float32)
+  # Invalid pixels count for no class, as ignore pixels.
+  present = views.class_lists(
+      tf.where(valid > 0, label, dataset.ignore_label)[..., None],
+      dataset.num_classes, dataset.ignore_label)
   right = tf.reduce_sum(picked * present)
   return dict(
       scalars,

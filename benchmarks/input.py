@@ -5,6 +5,7 @@ import time
 
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
+from official_seg.runtime import estimator
 # Registers run and the other configurables every experiment binds.
 from official_seg.runtime import gin_config
 
@@ -47,7 +48,9 @@ def training_dataset(batch_size):
   Returns:
     A `tf.data.Dataset` of (features dict, labels) batches.
   """
-  input_fn = input_lib.make_input_fn(dataset_info.DatasetInfo(), True)
+  dataset = dataset_info.DatasetInfo()
+  input_fn = input_lib.make_input_fn(dataset, True,
+                                     estimator.make_parser(True, dataset))
   return input_fn({'batch_size': batch_size})
 
 

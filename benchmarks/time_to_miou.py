@@ -112,7 +112,8 @@ class KerasEvaluator:
     @tf.function
     def confusion(images, labels):
       probabilities = inference.predict_probabilities(
-          model, images, eval_scales=(1.0,), add_flipped_images=False)
+          model, images, inference.InferenceOptions(
+              eval_scales=(1.0,), add_flipped_images=False))
       predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
       return tf.reduce_sum(metrics.confusion_matrices(
           labels, predictions, num_classes, ignore_label), 0)

@@ -14,7 +14,6 @@ from official_seg import validation
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
-from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import preemption
 from official_seg.runtime import run_config
@@ -88,7 +87,7 @@ def _model_dir_or_exit():
 def _dry_run_or_exit():
   """--dry_run: checks and reports; a problem exits with status 1 or 2."""
   try:
-    print(dry_run.run(FLAGS.model_dir))
+    print(experiment.run(FLAGS.mode, FLAGS.model_dir, check_only=True))
   except validation.ConfigurationError as error:
     _exit_invalid(error)
   except experiment.USER_ERRORS as error:

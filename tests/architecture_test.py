@@ -271,5 +271,108 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEmpty(restated)
 
 
+# Packages below the composition root (runtime/): they take models, losses,
+# optimizers, schedules, parsers and options as arguments and never call a
+# configurable of the package to get them.
+_LIBRARY_PACKAGES = ('data', 'modeling', 'training', 'evaluation', 'export')
+# Library calls of configurables not yet handed in by the runtime, each
+# with its reason; the list only shrinks.
+_CONFIGURABLE_CALLS_LEFT = {
+    # The input pipelines' scoped twins (train/, eval/, unlabeled/): the
+    # dataset is built inside the input_fn's gin scope at each call.
+    'data/input_fn.py: official_seg.data.input_fn.build_dataset',
+    # The strong view's jitter, bound in the unlabeled/ scope.
+    'data/views.py: official_seg.data.views.color_jitter',
+}
+# Where a binding may be read back by its name: the gin-parsing module, and
+# the check before a run, which reports each binding by its name.
+_BINDING_READERS = ('runtime/gin_config.py', 'runtime/config_checks.py')
+
+
+def _configurables_by_module():
+  """{module name: names of the package's configurables defined there}."""
+  found = {}
+  for _, configurable in gin_config_internals._REGISTRY.items():  # pylint: disable=protected-access
+    module = getattr(configurable.wrapped, '__module__', '')
+    if module.startswith('official_seg.'):
+      found.setdefault(module, set()).add(configurable.wrapped.__name__)
+  return found
+
+
+def _aliases(tree):
+  """{local name: dotted module or member} of a module's package imports."""
+  aliases = {}
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.module:
+      for alias in node.names:
+        aliases[alias.asname or alias.name] = f'{node.module}.{alias.name}'
+    elif isinstance(node, ast.Import):
+      for alias in node.names:
+        aliases[alias.asname or alias.name] = alias.name
+  return aliases
+
+
+def configurable_calls(path, module, configurables):
+  """'<module>.<name>' of each call of a configurable in the file at `path`."""
+  with open(path, encoding='utf-8') as f:
+    tree = ast.parse(f.read())
+  aliases = _aliases(tree)
+  calls = set()
+  for node in ast.walk(tree):
+    if not isinstance(node, ast.Call):
+      continue
+    function = node.func
+    if isinstance(function, ast.Name):
+      owner, name = module, function.id
+    elif (isinstance(function, ast.Attribute) and
+          isinstance(function.value, ast.Name) and
+          function.value.id in aliases):
+      owner, name = aliases[function.value.id], function.attr
+    else:
+      continue
+    if name in configurables.get(owner, ()):
+      calls.add(f'{owner}.{name}')
+  return calls
+
+
+class SettingsAreHandedInTest(tf.test.TestCase):
+  """Library code calls what it is given; only runtime/ builds from gin."""
+
+  def test_library_code_calls_no_configurable(self):
+    configurables = _configurables_by_module()
+    found = set()
+    for path in _modules():
+      relative = os.path.relpath(path, _PACKAGE)
+      if _package(path) not in _LIBRARY_PACKAGES:
+        continue
+      module = 'official_seg.' + relative[:-len('.py')].replace(os.sep, '.')
+      found |= {f'{relative}: {call}' for call in
+                configurable_calls(path, module, configurables)}
+    self.assertEmpty(found - _CONFIGURABLE_CALLS_LEFT)
+    # A call handed in since leaves the list.
+    self.assertEmpty(_CONFIGURABLE_CALLS_LEFT - found)
+
+  def test_the_rule_sees_own_module_and_imported_calls(self):
+    path = os.path.join(self.create_tempdir().full_path, 'lib.py')
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write('from official_seg.modeling import losses as l\n'
+              'def own():\n  return helper()\n'
+              'def other():\n  return l.segmentation_loss(1, 2, 3)\n'
+              'def handed(loss):\n  return loss(1, 2, 3)\n')
+    configurables = {'lib': {'helper'},
+                     'official_seg.modeling.losses': {'segmentation_loss'}}
+    self.assertEqual(configurable_calls(path, 'lib', configurables),
+                     {'lib.helper',
+                      'official_seg.modeling.losses.segmentation_loss'})
+
+  def test_bindings_are_read_by_name_in_the_gin_modules_alone(self):
+    found = []
+    for path in _modules():
+      relative = os.path.relpath(path, _PACKAGE)
+      if relative not in _BINDING_READERS and _calls(path, 'binding'):
+        found.append(relative)
+    self.assertEmpty(found)
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -19,6 +19,7 @@ from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.export import tflite_runner
+from official_seg.runtime import estimator
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 
@@ -211,7 +212,9 @@ def captured_stderr_fd():
 
 def make_input_fn(is_training):
   """The train or eval input_fn of the parsed gin config's dataset."""
-  return input_lib.make_input_fn(dataset_info.DatasetInfo(), is_training)
+  dataset = dataset_info.DatasetInfo()
+  return input_lib.make_input_fn(
+      dataset, is_training, estimator.make_parser(is_training, dataset))
 
 
 class TinyDataTestCase(tf.test.TestCase):

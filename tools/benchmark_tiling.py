@@ -58,8 +58,8 @@ def _run_arm(arm):
   @tf.function
   def predict(images):
     probabilities = inference.predict_probabilities(
-        model, images, window_size=window,
-        window_batch_size=FLAGS.window_batch_size)
+        model, images, inference.InferenceOptions(
+            window_size=window, window_batch_size=FLAGS.window_batch_size))
     return tf.argmax(probabilities, -1)
 
   images = tf.constant(np.random.default_rng(0).normal(

@@ -30,6 +30,7 @@ from official_seg.data import tfexample
 from official_seg.evaluation import pseudo_label_quality as quality
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
+from official_seg.runtime import estimator
 
 # --gin_file (the run's: they name the dataset, and the eval preprocessing
 # of exports that do not record it), --gin_param and --data_dir.
@@ -124,7 +125,7 @@ def _measure():
   model = predictor.Predictor(export_dir)
   # The export's own record; older exports leave it to the gin files.
   resize_range = (model.resize_range or
-                  input_lib.make_parser(False, dataset).resize_range)
+                  estimator.make_parser(False, dataset).resize_range)
   counts = quality.PseudoLabelCounts(thresholds, dataset.num_classes,
                                      dataset.ignore_label)
   print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '

@@ -291,26 +291,7 @@ def _parse_all(examples, parse, seed, input_context, deterministic):
       num_parallel_calls=AUTOTUNE)
 
 
-def make_parser(is_training, dataset):
-  """The training or evaluation `Parser` of a dataset.
-
-  Built inside the `train/` or `eval/` gin scope, so the two parsers take
-  their own crop size and augmentation; the dataset's class count and
-  ignore label are passed in, never bound in gin.
-
-  Args:
-    is_training: bool.
-    dataset: a `dataset_info.DatasetInfo`.
-
-  Returns:
-    A `preprocess.Parser`.
-  """
-  with gin.config_scope('train' if is_training else 'eval'):
-    return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
-                             num_classes=dataset.num_classes)
-
-
-def make_input_fn(dataset, is_training, parser=None, unlabeled=None):
+def make_input_fn(dataset, is_training, parser, unlabeled=None):
   """Returns the training or evaluation input_fn of a dataset.
 
   It follows the TPUEstimator contract: the returned function reads
@@ -322,13 +303,12 @@ def make_input_fn(dataset, is_training, parser=None, unlabeled=None):
   Args:
     dataset: a `dataset_info.DatasetInfo`.
     is_training: bool.
-    parser: optional `preprocess.Parser` to share (serving reuses the eval
-      one); default `make_parser(is_training, dataset)`.
+    parser: the `preprocess.Parser` of the split (`estimator.make_parser`;
+      serving reuses the eval one).
     unlabeled: optional `views.UnlabeledStream` (training): its batches,
       built in the `unlabeled/` scope, zipped in by `views.zip_unlabeled`.
   """
   scope = 'train' if is_training else 'eval'
-  parser = parser or make_parser(is_training, dataset)
   split = dataset.train_split if is_training else dataset.eval_split
 
   def input_fn(params, input_context=None):

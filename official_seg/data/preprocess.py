@@ -8,7 +8,8 @@ from official_seg import validation
 from official_seg.data import image_ops
 
 
-@gin.configurable(denylist=['is_training', 'ignore_label', 'num_classes'])
+@gin.configurable(denylist=['is_training', 'ignore_label', 'num_classes',
+                            'window_size'])
 @validation.checked(
     crop_size=validation.SIZE,
     min_scale_factor=validation.POSITIVE_NUMBER,
@@ -66,9 +67,9 @@ class Parser:
       resize_factor: optional int; resized sides become `factor * k + 1`.
       mean_rgb: per-channel mean subtracted from the image, in [0, 255].
       stddev_rgb: per-channel scale the image is divided by, in [0, 255].
-      window_size: optional [height, width] of sliding-window inference
-        (macro WINDOW_SIZE, also bound to predict_probabilities.window_size).
-        Evaluation then pads an image larger than `crop_size` to its own
+      window_size: optional [height, width] of sliding-window inference,
+        passed by the runtime from `InferenceOptions.window_size` (macro
+        WINDOW_SIZE), never bound here. Evaluation then pads an image larger than `crop_size` to its own
         size instead of failing, and a batch to its largest image, so the
         eval images have no static height and width.
 

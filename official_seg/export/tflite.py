@@ -147,36 +147,34 @@ def _write_kind(estimator, checkpoint_path, kind, convert):
   return path
 
 
-def _convert_qat(num_classes, parser, input_size, checkpoint_path,
-                 probabilities, representative, moving_average_decay):
+def _convert_qat(qat, num_classes, parser, input_size, checkpoint_path,
+                 probabilities, representative):
   """qat_int8, converted eagerly (export/tflite_qat.py says why)."""
-  model = tflite_qat.restored_model(num_classes, input_size, checkpoint_path,
-                                    moving_average_decay)
+  model = tflite_qat.restored_model(qat, num_classes, input_size,
+                                    checkpoint_path)
   return tflite_qat.convert(
-      model, lambda image, size: serving_inputs(parser, image, size),
+      model, qat.inference,
+      lambda image, size: serving_inputs(parser, image, size),
       input_size, probabilities, representative)
 
 
-@gin.configurable(denylist=['serving', 'parser', 'quantized',
-                            'checkpoint_path', 'moving_average_decay'])
-def tflite_export(serving, parser, quantized, checkpoint_path=None,
+@gin.configurable(denylist=['serving', 'parser', 'qat', 'checkpoint_path'])
+def tflite_export(serving, parser, qat, checkpoint_path=None,
                   kinds=('float32',), input_size=None, probabilities=False,
-                  calibration_images=100, moving_average_decay=None):
+                  calibration_images=100):
   """Writes `<model_dir>/export/tflite/model_<kind>.tflite` for each kind.
 
   Args:
     serving: a `saved_model.Serving`; its estimator's model_fn builds the
       model and its dataset gives the eval split and the metadata.
     parser: the eval `preprocess.Parser`: the model's input preprocessing.
-    quantized: bool, the checkpoint is of a quantization-aware trained graph.
+    qat: a `tflite_qat.QatSource` when the checkpoint is of a
+      quantization-aware trained graph, else None.
     checkpoint_path: optional checkpoint; default the latest in model_dir.
     kinds: some of `KINDS`.
     input_size: (height, width) of the model input; default the eval crop.
     probabilities: bool, also output the class probabilities.
     calibration_images: int, eval-split images that calibrate int8.
-    moving_average_decay: the run's `ModelFnOptions.moving_average_decay`:
-      qat_int8 then ships the moving averages, as the other kinds do
-      through the model_fn's Saver.
 
   Returns:
     A dict of kind to the path written.
@@ -186,7 +184,7 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
     validation.MissingFileError: model_dir holds no checkpoint and none was
       given.
   """
-  check_kinds(kinds, quantized)
+  check_kinds(kinds, qat is not None)
   estimator = serving.estimator
   checkpoint_path = saved_model.checkpoint_to_export(estimator,
                                                     checkpoint_path)
@@ -207,8 +205,8 @@ def tflite_export(serving, parser, quantized, checkpoint_path=None,
   if 'qat_int8' in kinds:
     written['qat_int8'] = _write_kind(
         estimator, checkpoint_path, 'qat_int8', lambda _: _convert_qat(
-            serving.dataset.num_classes, parser, input_size, checkpoint_path,
-            probabilities, representative, moving_average_decay))
+            qat, serving.dataset.num_classes, parser, input_size,
+            checkpoint_path, probabilities, representative))
   _write_metadata(estimator.model_dir, serving.dataset, checkpoint_path,
                   saved_model.preprocessing_metadata(parser))
   return written

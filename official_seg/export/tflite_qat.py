@@ -1,5 +1,8 @@
 """qat_int8: a quantization-aware checkpoint, rebuilt eagerly, as a full-integer .tflite."""
 
+import dataclasses
+from typing import Callable, Optional
+
 import tensorflow as tf
 
 from official_seg.export import tflite_runner
@@ -14,8 +17,24 @@ from official_seg.training import averaging
 # Model Garden converts its QAT models from.
 
 
-def _restored_weights(num_classes, input_size, checkpoint_path,
-                      moving_average_decay):
+@dataclasses.dataclass(frozen=True)
+class QatSource:
+  """What the qat_int8 kind rebuilds a quantization-aware run's model with.
+
+  Attributes:
+    build_model: the float model's builder (`Components.model`).
+    inference: the run's `inference.InferenceOptions`.
+    moving_average_decay: the run's `ModelFnOptions.moving_average_decay`;
+      when set, the trainable weights are their moving averages, as in
+      evaluation and the SavedModel.
+  """
+
+  build_model: Callable
+  inference: inference.InferenceOptions
+  moving_average_decay: Optional[float] = None
+
+
+def _restored_weights(source, num_classes, input_size, checkpoint_path):
   """The quantized model's weight values, restored as evaluation restores them.
 
   The model is built in a graph of its own, as Estimator builds each mode's,
@@ -24,9 +43,10 @@ def _restored_weights(num_classes, input_size, checkpoint_path,
   place of the trainable weights when training kept them.
   """
   with tf.Graph().as_default():
-    model = quantized.build_quantized_model(num_classes, input_size)
+    model = quantized.build_quantized_model(source.build_model, num_classes,
+                                            input_size)
     scaffold_fn = averaging.restore_scaffold_fn(model.trainable_variables,
-                                                moving_average_decay)
+                                                source.moving_average_decay)
     saver = (scaffold_fn().saver if scaffold_fn
              else tf.compat.v1.train.Saver(model.weights))
     with tf.compat.v1.Session() as session:
@@ -34,37 +54,36 @@ def _restored_weights(num_classes, input_size, checkpoint_path,
       return session.run(model.weights)
 
 
-def restored_model(num_classes, input_size, checkpoint_path,
-                   moving_average_decay=None):
+def restored_model(source, num_classes, input_size, checkpoint_path):
   """The quantized model with the weights evaluation ran, executing eagerly.
 
   Args:
+    source: a `QatSource`.
     num_classes: int.
     input_size: (height, width) of the model input.
     checkpoint_path: a checkpoint of a quantization-aware training run.
-    moving_average_decay: `ModelFnOptions.moving_average_decay` of the run;
-      when set, the trainable weights are their moving averages, as in
-      evaluation and the SavedModel.
 
   Returns:
     The Keras model; call returns {'logits': [B, h, w, C]}.
   """
   # The graph first: Keras invalidates the layers made outside a graph
   # before a model is built in one.
-  values = _restored_weights(num_classes, input_size, checkpoint_path,
-                             moving_average_decay)
+  values = _restored_weights(source, num_classes, input_size,
+                             checkpoint_path)
   model = quantized.from_template(
-      quantized.template(num_classes, input_size), input_size)
+      quantized.template(source.build_model, num_classes, input_size),
+      input_size)
   model.set_weights(values)
   return model
 
 
-def convert(model, serving_inputs, input_size, probabilities,
+def convert(model, options, serving_inputs, input_size, probabilities,
             representative_dataset):
   """The full-integer .tflite of a restored quantized model.
 
   Args:
     model: from `restored_model`.
+    options: the run's `inference.InferenceOptions`.
     serving_inputs: function (uint8 image [1, H, W, 3], int32 size [2]) ->
       float32 [1, H, W, 3]: the normalized, masked batch the export feeds
       every kind (`tflite.serving_inputs`).
@@ -86,7 +105,7 @@ def convert(model, serving_inputs, input_size, probabilities,
     images = serving_inputs(image, size)
     # The PREDICT spec's outputs (model_fn._predict_spec), eagerly.
     logits = model(images, training=False)['logits']
-    scores = inference.predict_probabilities(model, images,
+    scores = inference.predict_probabilities(model, images, options,
                                              base_logits=logits)
     outputs = {tflite_runner.SEMANTIC_OUTPUT: tf.argmax(
         scores, axis=-1, output_type=tf.int32)}

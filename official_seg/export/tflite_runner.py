@@ -202,7 +202,7 @@ class TfliteModel:
       size = list(self.input_size)
       stride = window_stride and list(window_stride)
       blending = window_blending or 'uniform'
-      validation.check(inference.predict_probabilities, window_size=size,
+      validation.check(inference.InferenceOptions, window_size=size,
                        window_stride=stride, window_blending=blending)
       self.windows = tiling.make_windows(size, stride, blending, 1)
 
@@ -239,7 +239,7 @@ class TfliteModel:
   def predict_windowed(self, image):
     """int32 [h, w] class ids of a uint8 [h, w, 3] image, in windows.
 
-    As evaluation with predict_probabilities.window_size = the model's input
+    As evaluation with InferenceOptions.window_size = the model's input
     size (and EVAL_CROP_SIZE the same, batch 1): the image, after the eval
     parser's resize, lies in the top-left corner of a canvas of at least the
     input size; windows of the input size (`tiling.axis_weights`, the same

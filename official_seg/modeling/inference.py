@@ -1,5 +1,8 @@
 """Inference: class probabilities at input size, with DeepLab's multi-scale and flip."""
 
+import dataclasses
+from typing import Optional, Sequence
+
 import gin
 import tensorflow as tf
 
@@ -100,36 +103,25 @@ def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images,
   return tf.add_n(probabilities) / float(len(probabilities)), plain
 
 
-@gin.configurable(denylist=['model', 'images', 'base_logits', 'with_logits'])
+@gin.configurable
 @validation.checked(tiling.WINDOW_RELATIONS,
                     eval_scales=validation.POSITIVE_NUMBERS,
                     **tiling.WINDOW_EXPECTS)
-def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
-                          add_flipped_images=False, window_size=None,
-                          window_stride=None, window_blending='uniform',
-                          window_batch_size=4, align_corners=False,
-                          with_logits=False):
-  """Softmax probabilities averaged over scales and flips, at the input size.
+@dataclasses.dataclass(frozen=True)
+class InferenceOptions:
+  """How evaluation, prediction and every export turn images into probabilities.
 
-  Follows DeepLab's multi-scale inference: each scale (and its left-right
-  flip) is run through the model, its logits are resized back to the input
-  size, and the softmax probabilities are averaged.
+  Built once by the runtime and handed to the model_fn, the eval parser
+  (`window_size`) and the exporters. DeepLab's test-time augmentation is
+  `eval_scales=(0.5, 0.75, 1.0, 1.25, 1.5, 1.75)` with
+  `add_flipped_images=True`.
 
-  With `window_size`, the image is cut into overlapping windows
-  (`tiling.tiled_probabilities`); each window runs the scales and flips
-  above and the windows' probabilities are blended, each pixel's weights
-  summing to 1. When one window covers the image, the result is exactly
-  the whole-image one.
-
-  Args:
-    model: the segmentation model; called with training=False.
-    images: float32 [B, H, W, 3], normalized.
-    base_logits: optional logits of `images` at scale 1.0 without flip,
-      already computed, so that pass is not run twice (not with windows).
+  Attributes:
     eval_scales: scales to run, e.g. [0.5, 0.75, 1.0, 1.25, 1.5, 1.75].
     add_flipped_images: bool, also run each scale flipped left-right.
     window_size: None (whole images), or [height, width] of a window in
-      input pixels.
+      input pixels (macro WINDOW_SIZE): the model sees windows, never the
+      whole image, and the eval crop need not cover the largest image.
     window_stride: [height, width] between windows; None is
       window_size - window_size // 3 (a third of overlap).
     window_blending: 'uniform' or 'gaussian' (see `tiling.Windows`).
@@ -139,34 +131,73 @@ def predict_probabilities(model, images, base_logits=None, eval_scales=(1.0,),
       corners, scaled sides `int((side - 1) * scale + 1)`, and a scale's
       logits below 1 resized to the scale-1 logits' size first. False:
       half-pixel resizes and sides `round(side * scale)`.
+
+  Raises:
+    validation.ConfigurationError: a setting of the wrong form; the message
+      names its binding.
+  """
+
+  eval_scales: Sequence[float] = (1.0,)
+  add_flipped_images: bool = False
+  window_size: Optional[Sequence[int]] = None
+  window_stride: Optional[Sequence[int]] = None
+  window_blending: str = 'uniform'
+  window_batch_size: int = 4
+  align_corners: bool = False
+
+  def __post_init__(self):
+    validation.check(InferenceOptions, eval_scales=self.eval_scales,
+                     window_size=self.window_size,
+                     window_stride=self.window_stride,
+                     window_blending=self.window_blending,
+                     window_batch_size=self.window_batch_size)
+
+  def windows(self):
+    """The `tiling.Windows` of these settings, or None without windows."""
+    return tiling.make_windows(self.window_size, self.window_stride,
+                               self.window_blending, self.window_batch_size)
+
+
+def predict_probabilities(model, images, options, base_logits=None,
+                          with_logits=False):
+  """Softmax probabilities averaged over scales and flips, at the input size.
+
+  Follows DeepLab's multi-scale inference: each scale (and its left-right
+  flip) is run through the model, its logits are resized back to the input
+  size, and the softmax probabilities are averaged.
+
+  With `options.window_size`, the image is cut into overlapping windows
+  (`tiling.tiled_probabilities`); each window runs the scales and flips
+  above and the windows' probabilities are blended, each pixel's weights
+  summing to 1. When one window covers the image, the result is exactly
+  the whole-image one.
+
+  Args:
+    model: the segmentation model; called with training=False.
+    images: float32 [B, H, W, 3], normalized.
+    options: an `InferenceOptions`.
+    base_logits: optional logits of `images` at scale 1.0 without flip,
+      already computed, so that pass is not run twice (not with windows).
     with_logits: bool, also return logits (see Returns).
 
   Returns:
     float32 [B, H, W, C] probabilities; with `with_logits`, also float32
     [B, H, W, C] logits at the input size: those of the unflipped scale-1
     pass, or with windows the log of the probabilities.
-
-  Raises:
-    validation.ConfigurationError: a setting of the wrong form; the message
-      names its binding.
   """
-  validation.check(predict_probabilities, eval_scales=eval_scales,
-                   window_size=window_size, window_stride=window_stride,
-                   window_blending=window_blending,
-                   window_batch_size=window_batch_size)
-  windows = tiling.make_windows(window_size, window_stride, window_blending,
-                                window_batch_size)
+  windows = options.windows()
+  scales, flip = options.eval_scales, options.add_flipped_images
+  align_corners = options.align_corners
   if windows is None:
-    probabilities, logits = _multi_scale(model, images, base_logits,
-                                         eval_scales, add_flipped_images,
-                                         align_corners)
+    probabilities, logits = _multi_scale(model, images, base_logits, scales,
+                                         flip, align_corners)
     if with_logits and logits is None:
       logits = upsampled_logits(model(images, training=False)['logits'],
                                 tf.shape(images)[1:3], align_corners)
   else:
     probabilities = tiling.tiled_probabilities(
-        lambda tiles: _multi_scale(model, tiles, None, eval_scales,
-                                   add_flipped_images, align_corners)[0],
+        lambda tiles: _multi_scale(model, tiles, None, scales, flip,
+                                   align_corners)[0],
         images, windows)
     logits = tf.math.log(tf.maximum(probabilities, _TINY))
   return (probabilities, logits) if with_logits else probabilities

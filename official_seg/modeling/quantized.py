@@ -162,7 +162,7 @@ def _with_model_garden_aspp(float_model):
 # times over: AutoGraph would convert each call, and their code needs none of
 # its conversions (the same graph ops are built without it).
 @tf.autograph.experimental.do_not_convert
-def _build_template(num_classes, input_size):
+def _build_template(build_model, num_classes, input_size):
   """Runs eagerly: the float model, quantized by Model Garden's factory.
 
   Keras names each layer made without a name by counting those made before
@@ -175,7 +175,7 @@ def _build_template(num_classes, input_size):
     (key, `Template` or None when `key` is already cached).
   """
   with tf.Graph().as_default(), context.eager_mode():
-    float_model = model_lib.build_model(num_classes=num_classes)
+    float_model = build_model(num_classes=num_classes)
     check_quantizable(float_model)
     key = _config_key(num_classes, float_model)
     if key in _TEMPLATES:
@@ -205,8 +205,8 @@ def _quantized(float_model, input_size):
                   _sources(float_model.weights, quantized.weights))
 
 
-def template(num_classes, input_size):
-  """The `Template` of the gin-configured model, built once per process.
+def template(build_model, num_classes, input_size):
+  """The `Template` of a model builder's model, built once per process.
 
   Model Garden's QAT transforms call `compute_output_shape`, which Keras
   layers built in a graph (Estimator's model_fn) implement only when
@@ -215,6 +215,8 @@ def template(num_classes, input_size):
   are per thread), so the factory runs there, wherever this is called.
 
   Args:
+    build_model: build_model(num_classes=...) -> the float model
+      (`Components.model`).
     num_classes: int.
     input_size: (height, width) to build at; the template serves any size.
 
@@ -222,26 +224,27 @@ def template(num_classes, input_size):
     A `Template`.
 
   Raises:
-    QuantizationError: the gin-configured model cannot be quantized.
+    QuantizationError: the model cannot be quantized.
   """
   with concurrent.futures.ThreadPoolExecutor(1) as pool:
-    key, built = pool.submit(_build_template, num_classes,
+    key, built = pool.submit(_build_template, build_model, num_classes,
                              tuple(input_size)).result()
   if built is not None:
     # Named here, in the caller's thread, once per model: each name costs a
     # float model's build.
     _TEMPLATES[key] = dataclasses.replace(
-        built, float_names=tuple(float_variable_names(num_classes)))
+        built, float_names=tuple(float_variable_names(build_model,
+                                                      num_classes)))
   return _TEMPLATES[key]
 
 
-def float_variable_names(num_classes):
+def float_variable_names(build_model, num_classes):
   """The float model's weight names, as its own training graph names them.
 
   Built in a graph of its own, as Estimator builds the float model_fn's.
   """
   with tf.Graph().as_default():
-    float_model = model_lib.build_model(num_classes=num_classes)
+    float_model = build_model(num_classes=num_classes)
     float_model(tf.compat.v1.placeholder(tf.float32, [1, None, None, 3]))
     return [weight.name.split(':')[0] for weight in float_model.weights]
 
@@ -275,10 +278,12 @@ def from_template(built, input_size):
         tf.keras.Model.from_config)(config)
 
 
-def build_quantized_model(num_classes, input_size):
+def build_quantized_model(build_model, num_classes, input_size):
   """The quantized model, built in the current graph at a static size.
 
   Args:
+    build_model: build_model(num_classes=...) -> the float model
+      (`Components.model`).
     num_classes: int.
     input_size: (height, width) ints: the images' static size (the QAT
       ASPP and head resize to shapes fixed when they are built).
@@ -297,7 +302,7 @@ def build_quantized_model(num_classes, input_size):
         f'quantization-aware models need images of a static size, got '
         f'{tuple(input_size)}: set tflite_export.input_size or the crop '
         'sizes (CROP_SIZE, EVAL_CROP_SIZE).')
-  built = template(num_classes, input_size)
+  built = template(build_model, num_classes, input_size)
   model = from_template(built, input_size)
   quantized_names = [weight.name.split(':')[0] for weight in model.weights]
   names = built.float_names

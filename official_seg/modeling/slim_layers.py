@@ -57,7 +57,11 @@ class ConvBN(tf.keras.layers.Layer):
         Model Garden's, which are slim mobilenet_v3's) or None, after the
         norm.
       batch_norm: bool; False gives a conv with a bias instead.
-      kernel_regularizer: Keras regularizer of the kernel.
+      kernel_regularizer: Keras regularizer of a regular convolution's
+        kernel. A depthwise kernel gets none, as in DeepLab, whose models
+        (slim's `regularize_depthwise=False`, `split_separable_conv2d`)
+        never decay them: fine-tuning from a zoo checkpoint then trains
+        the weights DeepLab trained under the same loss.
       norm_epsilon: float, batch norm's epsilon.
       norm_momentum: float, batch norm's decay.
       explicit_padding: bool; False pads a strided convolution as TF's
@@ -80,9 +84,7 @@ class ConvBN(tf.keras.layers.Layer):
                   dilation_rate=rate, use_bias=not batch_norm,
                   padding='valid' if self._explicit else 'same')
     if depthwise:
-      self.conv = tf.keras.layers.DepthwiseConv2D(
-          depthwise_regularizer=kernel_regularizer, name='depthwise',
-          **common)
+      self.conv = tf.keras.layers.DepthwiseConv2D(name='depthwise', **common)
     else:
       self.conv = tf.keras.layers.Conv2D(
           filters, kernel_regularizer=kernel_regularizer, name='conv',

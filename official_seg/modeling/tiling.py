@@ -43,7 +43,7 @@ def _stride_fits(size, stride):
 
 
 # The checks of the window settings, by the parameters of
-# `inference.predict_probabilities`, the configurable that takes them
+# `inference.InferenceOptions`, the configurable that takes them
 # (`validation.checked`): the check before a run reports a bad window with
 # its binding, and the configurable refuses it when called.
 _PAIR = 'None or two positive whole numbers, [height, width]'

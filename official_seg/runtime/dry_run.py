@@ -13,7 +13,6 @@ from official_seg.data import split_metadata
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
-from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
 
@@ -88,7 +87,8 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
     (trainable parameter count, shape of the images it was built on,
     seconds per training step on this machine).
   """
-  train_fn = input_lib.make_input_fn(built.dataset, True)
+  train_fn = input_lib.make_input_fn(
+      built.dataset, True, estimator_lib.make_parser(True, built.dataset))
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
     features, labels = tf.compat.v1.data.make_one_shot_iterator(
@@ -125,9 +125,8 @@ def _metadata(dataset, lines):
   return known
 
 
-def _plan(dataset, metadata, config, train_batch, step_seconds):
+def _plan(dataset, metadata, config, train_batch, steps, step_seconds):
   """Lines on what the run will do: steps, epochs, evaluations, time."""
-  steps = gin_config.binding('run.train_steps')
   every = config.save_checkpoints_steps
   kept = config.keep_checkpoint_max
   train_images = metadata[dataset.train_split]['num_images']
@@ -146,7 +145,7 @@ def _plan(dataset, metadata, config, train_batch, step_seconds):
       'included']
 
 
-def run(model_dir):
+def run(model_dir, train_steps):
   """Checks the parsed config without training, and reports.
 
   Lists the train and eval shards and reads a record of each, checks the
@@ -158,6 +157,7 @@ def run(model_dir):
 
   Args:
     model_dir: str, the run's model dir (only read).
+    train_steps: int, the step training stops at (`experiment.run`'s).
 
   Returns:
     str, the report, ending with gin's operative config.
@@ -182,18 +182,18 @@ def run(model_dir):
   tpu_platform = isinstance(built.estimator, tpu_estimator.TPUEstimator)
   replicas = (config.tpu_config.num_shards if tpu_platform
               else _replicas(config))
-  train_batch = gin_config.binding('build_estimator.train_batch_size')
+  train_batch = built.train_batch_size
   lines.append(_batch_line('build_estimator.train_batch_size', train_batch,
                            replicas))
   # Estimator evaluates on one replica; a TPU slices eval batches over cores.
-  lines.append(_batch_line(
-      'build_estimator.eval_batch_size',
-      gin_config.binding('build_estimator.eval_batch_size'),
-      replicas if tpu_platform else 1))
+  lines.append(_batch_line('build_estimator.eval_batch_size',
+                           built.eval_batch_size,
+                           replicas if tpu_platform else 1))
   count, shape, seconds = _count_and_time(
       built, config, train_batch // replicas if replicas else train_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
-  lines += _plan(dataset, metadata, config, train_batch, seconds)
+  lines += _plan(dataset, metadata, config, train_batch, train_steps,
+                 seconds)
   lines.append('Operative gin config:\n' + gin.operative_config_str())
   return '\n'.join(lines)

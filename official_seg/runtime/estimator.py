@@ -1,6 +1,7 @@
 """Builds an experiment's estimator: dataset, parsers, input_fns, model_fn and estimator."""
 
 import collections
+import functools
 
 import gin
 import tensorflow as tf
@@ -8,18 +9,22 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
+from official_seg.data import preprocess
 from official_seg.data import views
 from official_seg.runtime import cluster
+from official_seg.runtime import components as components_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import tpu_estimator
 
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the
-# estimator that exports SavedModels; and the TPUEstimator-contract model_fn
-# that both estimators wrap (--dry_run builds it once), with its options.
+# estimator that exports SavedModels; the TPUEstimator-contract model_fn
+# that both estimators wrap (--dry_run builds it once), with its options and
+# components; and the global batch sizes, for whoever reports or times them.
 Built = collections.namedtuple('Built', [
     'estimator', 'train_input_fn', 'eval_input_fn', 'dataset', 'eval_parser',
-    'serving_estimator', 'model_fn', 'options'])
+    'serving_estimator', 'model_fn', 'options', 'components',
+    'train_batch_size', 'eval_batch_size'])
 
 
 def per_replica_batch_size(global_batch_size, num_replicas, name):
@@ -89,6 +94,28 @@ def _serving_estimator(model_fn, run_config):
                                 config=run_config, params={'use_tpu': False})
 
 
+def make_parser(is_training, dataset, window_size=None):
+  """The training or evaluation `Parser` of a dataset.
+
+  Built inside the `train/` or `eval/` gin scope, so the two parsers take
+  their own crop size and augmentation; the dataset's class count and
+  ignore label are passed in, never bound in gin.
+
+  Args:
+    is_training: bool.
+    dataset: a `dataset_info.DatasetInfo`.
+    window_size: None, or [height, width] of the windows evaluation runs
+      (`InferenceOptions.window_size`).
+
+  Returns:
+    A `preprocess.Parser`.
+  """
+  with gin.config_scope('train' if is_training else 'eval'):
+    return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
+                             num_classes=dataset.num_classes,
+                             window_size=window_size)
+
+
 @gin.configurable(denylist=['dataset', 'labeled_batch_size'])
 def unlabeled_stream(dataset,
                      labeled_batch_size,
@@ -125,21 +152,24 @@ def unlabeled_stream(dataset,
                     eval_batch_size=validation.POSITIVE_WHOLE)
 def build_estimator(run_config,
                     train_batch_size=gin.REQUIRED,
-                    eval_batch_size=gin.REQUIRED,
-                    use_tpu_estimator=False):
+                    eval_batch_size=gin.REQUIRED):
   """Builds the estimator, its input_fns and what export needs.
 
   Batch sizes are global, the examples of one training step: a strategy's
   replicas (or a TPU's cores) each get an equal share, an asynchronous
   parameter-server worker takes the whole batch for each of its steps, and
-  the learning rate is never rescaled.
+  the learning rate is never rescaled. A TPU run config (USE_TPU_ESTIMATOR)
+  gets a TPUEstimator, which runs on a TPU when the run config names one
+  (--tpu), else on the CPU.
+
+  This is the composition root: the dataset, the model_fn's options and its
+  `Components` (model builder, loss, optimizer, learning rate, inference
+  options) are built here, once, and handed to everything below.
 
   Args:
     run_config: from `run_config.build_run_config`.
     train_batch_size: int, global training batch (TRAIN_BATCH_SIZE).
     eval_batch_size: int, global evaluation batch (EVAL_BATCH_SIZE).
-    use_tpu_estimator: bool, build a TPUEstimator instead of an Estimator; it
-      runs on a TPU when the run config names one (--tpu), else on the CPU.
 
   Returns:
     A `Built`.
@@ -150,19 +180,20 @@ def build_estimator(run_config,
   """
   dataset = dataset_info.DatasetInfo()
   options = model_fn_lib.ModelFnOptions()
-  model_fn = model_fn_lib.make_model_fn(dataset, options)
-  eval_parser = input_lib.make_parser(False, dataset)
+  components = components_lib.Components()
+  model_fn = model_fn_lib.make_model_fn(dataset, options, components)
+  eval_parser = make_parser(False, dataset, components.inference.window_size)
   unlabeled = (unlabeled_stream(dataset, train_batch_size)
                if options.semi_supervised else None)
-  train_fn = input_lib.make_input_fn(dataset, True, unlabeled=unlabeled)
+  train_fn = input_lib.make_input_fn(dataset, True, make_parser(True, dataset),
+                                     unlabeled=unlabeled)
   eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
-  if use_tpu_estimator != isinstance(run_config, tpu_estimator.tpu.RunConfig):
-    raise validation.ConfigurationError(
-        f'build_estimator.use_tpu_estimator = {use_tpu_estimator} does not '
-        'match the run config; set the macro USE_TPU_ESTIMATOR, which binds '
-        'both (gin/platforms/tpu.gin sets it to True).')
-  if use_tpu_estimator:
+  built = functools.partial(
+      Built, dataset=dataset, eval_parser=eval_parser, model_fn=model_fn,
+      options=options, components=components,
+      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
+  if isinstance(run_config, tpu_estimator.tpu.RunConfig):
     if replicas:  # On a TPU, known only when num_shards is bound.
       per_replica_batch_size(train_batch_size, replicas,
                              'build_estimator.train_batch_size')
@@ -171,8 +202,9 @@ def build_estimator(run_config,
     estimator, train_fn, eval_fn = tpu_estimator.build(
         model_fn, run_config, train_fn, eval_fn, train_batch_size,
         eval_batch_size)
-    return Built(estimator, train_fn, eval_fn, dataset, eval_parser,
-                 _serving_estimator(model_fn, run_config), model_fn, options)
+    return built(estimator=estimator, train_input_fn=train_fn,
+                 eval_input_fn=eval_fn,
+                 serving_estimator=_serving_estimator(model_fn, run_config))
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
@@ -181,8 +213,10 @@ def build_estimator(run_config,
   estimator = tf.estimator.Estimator(
       model_fn=model_fn_lib.estimator_model_fn(model_fn), config=run_config,
       params={'use_tpu': False})
-  return Built(estimator,
-               _with_batch(train_fn, train_batch,
-                           cluster.parameter_server_input_context(run_config)),
-               _with_batch(eval_fn, eval_batch_size), dataset, eval_parser,
-               estimator, model_fn, options)
+  return built(
+      estimator=estimator,
+      train_input_fn=_with_batch(
+          train_fn, train_batch,
+          cluster.parameter_server_input_context(run_config)),
+      eval_input_fn=_with_batch(eval_fn, eval_batch_size),
+      serving_estimator=estimator)

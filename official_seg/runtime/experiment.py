@@ -16,8 +16,10 @@ from official_seg.evaluation import metrics
 from official_seg.evaluation import results
 from official_seg.export import saved_model
 from official_seg.export import tflite
+from official_seg.export import tflite_qat
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
+from official_seg.runtime import dry_run
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import preemption
 from official_seg.runtime import run_config as run_config_lib
@@ -183,10 +185,10 @@ def _train_and_evaluate(built, train_steps, throttle_secs):
 
 
 @gin.configurable(denylist=['mode', 'model_dir', 'checkpoint_path',
-                            'tpu_address'])
+                            'tpu_address', 'check_only'])
 @validation.checked(train_steps=validation.POSITIVE_WHOLE)
 def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
-        train_steps=gin.REQUIRED, throttle_secs=60):
+        train_steps=gin.REQUIRED, throttle_secs=60, check_only=False):
   """Runs one mode of the experiment.
 
   In a TF_CONFIG cluster, 'train' and 'train_and_eval' do the task's part:
@@ -204,16 +206,20 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
       the continuous evaluator exits after evaluating it.
     throttle_secs: int, least seconds between evaluations in
       'train_and_eval'; the final checkpoint is always evaluated.
+    check_only: bool, --dry_run: check the configuration and data, time a
+      training step and report the plan (`dry_run.run`), writing nothing.
 
   Returns:
     The metrics.jsonl record of the last evaluation, or None after 'train'
-    and 'export'.
+    and 'export'; with `check_only` the dry run's report (str).
 
   Raises:
     ValueError: an unknown mode.
   """
   if mode not in MODES:
     raise ValueError(f'Unknown mode {mode!r}; expected one of {MODES}.')
+  if check_only:
+    return dry_run.run(model_dir, train_steps)
   role = cluster.role(mode)
   if role == 'ps':
     cluster.serve_parameters()
@@ -261,12 +267,15 @@ def _splits(dataset, mode):
 
 def _export_tflite(built, checkpoint_path):
   """--mode=export_tflite; a kind it cannot export is a config error."""
+  options = built.options
+  qat = None
+  if options.quantize_delay_step is not None:
+    qat = tflite_qat.QatSource(built.components.model,
+                               built.components.inference,
+                               options.moving_average_decay)
   try:
-    quantized = built.options.quantize_delay_step is not None
-    tflite.tflite_export(
-        _serving(built), built.eval_parser, quantized,
-        checkpoint_path=checkpoint_path,
-        moving_average_decay=built.options.moving_average_decay)
+    tflite.tflite_export(_serving(built), built.eval_parser, qat,
+                         checkpoint_path=checkpoint_path)
   except tflite.KindError as error:
     raise validation.ConfigurationError(str(error)) from error
 

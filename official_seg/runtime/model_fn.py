@@ -3,7 +3,7 @@
 import contextlib
 import dataclasses
 import functools
-from typing import Optional
+from typing import Optional, Sequence
 
 import gin
 import tensorflow as tf
@@ -14,12 +14,10 @@ from official_seg.evaluation import metrics
 from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import losses
-from official_seg.modeling import model as model_lib
 from official_seg.modeling import quantized
 from official_seg.runtime import tpu_estimator
 from official_seg.training import averaging
 from official_seg.training import optimizers
-from official_seg.training import schedules
 from official_seg.training import semi_supervised as semi_lib
 from official_seg.training import summaries
 from official_seg.training import warm_start
@@ -61,6 +59,10 @@ class ModelFnOptions:
     semi_supervised: a `semi_supervised.SemiSupervisedOptions`, or None
       (supervised). Set by gin/semi_supervised/*.gin, with the unlabeled
       stream's split and batch; evaluation and export are unchanged.
+    last_layers: list of regular expressions over variable names (macro
+      LAST_LAYERS): DeepLab's last layers, which the gradient multipliers
+      scale (`gradient_multipliers`) and the warm start leaves freshly
+      initialised with INITIALIZE_LAST_LAYER = False.
   """
 
   fine_tune_batch_norm: bool = True
@@ -69,6 +71,7 @@ class ModelFnOptions:
   moving_average_decay: Optional[float] = None
   quantize_delay_step: Optional[int] = None
   semi_supervised: Optional[semi_lib.SemiSupervisedOptions] = None
+  last_layers: Sequence[str] = ()
 
   def __post_init__(self):
     if self.precision not in PRECISIONS:
@@ -177,11 +180,12 @@ def _registered(scalars, model, features, labels, logits, dataset, params):
       variables=model.trainable_variables)
 
 
-def _supervised_step(model, images, labels, training, dataset, options):
+def _supervised_step(model, images, labels, training, dataset, options,
+                     loss):
   """The supervised step, in the form of a `semi_supervised.Step`."""
   with _xla_scope(options.jit_compile):
     logits = model(images, training=training)['logits']
-    seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
+    seg_loss = loss(logits, labels, dataset.ignore_label)
   return semi_lib.Step(
       logits=logits, losses={'segmentation': seg_loss},
       # Keras layers built in a graph keep their batch-norm updates per input.
@@ -190,25 +194,28 @@ def _supervised_step(model, images, labels, training, dataset, options):
 
 
 def _train_spec(model, features, labels, step, params, config, dataset,
-                options):
+                options, components):
   """The TRAIN spec of a step (a `semi_supervised.Step`)."""
   model_dir = config.model_dir
   warm_start.check_resume_compatible(model, model_dir)
   decay = options.moving_average_decay
   averaging.check_checkpoint(model_dir, model.trainable_variables, decay)
   global_step = tf.compat.v1.train.get_or_create_global_step()
-  learning_rate = schedules.learning_rate(global_step)
-  optimizer = optimizers.make_optimizer(learning_rate,
-                                         use_tpu=params.get('use_tpu', False))
+  learning_rate = components.learning_rate(global_step)
+  optimizer = components.optimizer(learning_rate,
+                                   use_tpu=params.get('use_tpu', False))
   loss = tf.add_n(list(step.losses.values())) + losses.regularization_loss(
       [model])
   scalars = {'loss/total': loss, 'learning_rate': learning_rate}
   scalars.update({f'loss/{name}': value
                   for name, value in step.losses.items()})
   scalars.update(step.scalars)
-  variables = model.trainable_variables
-  scalars.update(summaries.learning_rates(learning_rate, variables))
+  variables = optimizers.trainable_variables(model.trainable_variables)
+  multipliers = optimizers.gradient_multipliers(
+      variables, last_layers=options.last_layers)
+  scalars.update(summaries.learning_rates(learning_rate, multipliers))
   train_op = optimizers.train_op(optimizer, loss, variables, step.update_ops,
+                                 multipliers, optimizers.clip_gradients,
                                  scalars)
   train_op = averaging.apply_after(train_op, model.trainable_variables, decay)
   registered = _registered(scalars, model, features, labels, step.logits,
@@ -218,7 +225,9 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   host_call = summaries.host_call(model_dir, global_step, registered)
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
                           host_call=host_call,
-                          scaffold_fn=warm_start.warm_start(model, model_dir))
+                          scaffold_fn=warm_start.warm_start(
+                              model, model_dir,
+                              last_layers=options.last_layers))
 
 
 def _cam_attention_dim(options, mode):
@@ -227,16 +236,22 @@ def _cam_attention_dim(options, mode):
   return fusion.attention_dim if fusion and mode == ModeKeys.TRAIN else None
 
 
-def _build_spec(dataset, options, features, labels, mode, params, config):
-  """The spec of one mode; see `make_model_fn`."""
-  images = features['image']
+def _build_model(dataset, options, components, mode, images):
+  """The float model, or with quantization the quantization-aware one."""
   if options.quantize_delay_step is None:
-    model = model_lib.build_model(
+    return components.model(
         num_classes=dataset.num_classes,
         cam_attention_dim=_cam_attention_dim(options, mode))
-  else:
-    model = quantized.build_quantized_model(dataset.num_classes,
-                                            images.shape[1:3].as_list())
+  return quantized.build_quantized_model(components.model,
+                                         dataset.num_classes,
+                                         images.shape[1:3].as_list())
+
+
+def _build_spec(dataset, options, components, features, labels, mode, params,
+                config):
+  """The spec of one mode; see `make_model_fn`."""
+  images = features['image']
+  model = _build_model(dataset, options, components, mode, images)
   if mode == ModeKeys.TRAIN:
     training = options.fine_tune_batch_norm
     if options.semi_supervised:
@@ -244,27 +259,28 @@ def _build_spec(dataset, options, features, labels, mode, params, config):
         step = semi_lib.build_step(
             model, features, labels, training, dataset,
             options.semi_supervised,
-            tf.compat.v1.train.get_or_create_global_step())
+            tf.compat.v1.train.get_or_create_global_step(),
+            components.labeled_loss)
     else:
       step = _supervised_step(model, images, labels, training, dataset,
-                              options)
+                              options, components.labeled_loss)
     return _train_spec(model, features, labels, step, params, config,
-                       dataset, options)
+                       dataset, options, components)
   # One path for evaluation, prediction and every export: with
-  # predict_probabilities.window_size the model sees windows, never the
-  # whole image, and the logits are those of the blended windows.
+  # windows the model sees windows, never the whole image, and the logits
+  # are those of the blended windows.
   with _xla_scope(options.jit_compile):
     probabilities, logits = inference.predict_probabilities(
-        model, images, with_logits=True)
+        model, images, components.inference, with_logits=True)
   if mode == ModeKeys.PREDICT:
     return _predict_spec(model, probabilities, logits, features, options)
   with _xla_scope(options.jit_compile):
-    seg_loss = losses.segmentation_loss(logits, labels, dataset.ignore_label)
+    seg_loss = components.loss(logits, labels, dataset.ignore_label)
   return _eval_spec(model, probabilities, features, labels, seg_loss,
                     dataset, options)
 
 
-def make_model_fn(dataset, options):
+def make_model_fn(dataset, options, components):
   """The TPUEstimator-contract model_fn of a dataset.
 
   TPUEstimator calls it as it is; `estimator_model_fn` adapts it to
@@ -275,6 +291,8 @@ def make_model_fn(dataset, options):
   Args:
     dataset: a `dataset_info.DatasetInfo`.
     options: a `ModelFnOptions`.
+    components: a `components.Components`: the model builder, loss,
+      optimizer, learning rate and inference options.
 
   Returns:
     model_fn(features, labels, mode, params, config) -> `TPUEstimatorSpec`:
@@ -291,8 +309,8 @@ def make_model_fn(dataset, options):
       tf.keras.utils.set_random_seed(config.tf_random_seed)
     with keras_policy(options.precision), tpu_estimator.cross_shard_context(
         mode, params):
-      return _build_spec(dataset, options, features, labels, mode, params,
-                         config)
+      return _build_spec(dataset, options, components, features, labels, mode,
+                         params, config)
 
   return model_fn
 

@@ -150,8 +150,9 @@ def build_run_config(model_dir,
     inter_op_threads: int, ops a session runs at once; 0 lets TensorFlow
       choose (one per core). docs/performance.md has a measurement of 1.
     intra_op_threads: int, threads one op uses; 0 lets TensorFlow choose.
-    use_tpu_estimator: bool, build TPU's RunConfig (macro USE_TPU_ESTIMATOR,
-      which also sets `build_estimator.use_tpu_estimator`).
+    use_tpu_estimator: bool, build TPU's RunConfig (macro
+      USE_TPU_ESTIMATOR), with which `build_estimator` builds a
+      TPUEstimator.
     save_graph_def: bool, Estimator's `checkpoint_save_graph_def`: write
       `graph.pbtxt` when training starts and a `.meta` beside each
       checkpoint. Off saves their cost at each start and save, which grows

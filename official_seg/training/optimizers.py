@@ -100,7 +100,7 @@ def trainable_variables(variables, freeze=()):
   return kept
 
 
-@gin.configurable(denylist=['variables'])
+@gin.configurable(denylist=['variables', 'last_layers'])
 def gradient_multipliers(variables, last_layers=(),
                          last_layer_gradient_multiplier=1.0,
                          bias_multiplier=1.0):
@@ -108,8 +108,9 @@ def gradient_multipliers(variables, last_layers=(),
 
   Args:
     variables: list of trainable `tf.Variable`s.
-    last_layers: list of regular expressions naming the last layers (macro
-      LAST_LAYERS).
+    last_layers: list of regular expressions naming the last layers
+      (`ModelFnOptions.last_layers`, macro LAST_LAYERS), handed in by the
+      runtime, which hands the same list to the warm start.
     last_layer_gradient_multiplier: float, scales last-layer gradients.
     bias_multiplier: float, further scales every bias gradient; DeepLab uses
       2.0, so a last-layer bias gets 2 * last_layer_gradient_multiplier.
@@ -117,7 +118,7 @@ def gradient_multipliers(variables, last_layers=(),
   Returns:
     Dict of variable name to factor, for the factors that are not 1.
   """
-  patterns = compile_patterns(last_layers, 'gradient_multipliers.last_layers')
+  patterns = compile_patterns(last_layers, 'LAST_LAYERS')
   factors = {}
   for name in map(variable_name, variables):
     factor = 1.0
@@ -193,17 +194,20 @@ def _run_after(checks, update_ops):
     getattr(update, 'op', update)._add_control_inputs(checks)  # pylint: disable=protected-access
 
 
-def train_op(optimizer, loss, variables, update_ops, scalars=None):
+def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
+             scalars=None):
   """One training step: gradients, batch-norm updates, global step.
-
-  The frozen variables (`trainable_variables`) are left out and the gradients
-  scaled by `gradient_multipliers`, both as bound in gin.
 
   Args:
     optimizer: a `tf.compat.v1.train.Optimizer`.
     loss: scalar float tensor.
-    variables: list of trainable variables.
+    variables: list of the variables to train (`trainable_variables`: the
+      frozen ones left out).
     update_ops: list of ops (batch-norm moving averages) to run each step.
+    multipliers: dict of variable name to gradient factor
+      (`gradient_multipliers`).
+    clip: clip(grads_and_vars) -> (grads_and_vars, float32 global norm
+      before clipping), e.g. `clip_gradients`.
     scalars: optional dict; 'gradient_norm' (before clipping) is added to
       it, for the summaries.
 
@@ -212,16 +216,14 @@ def train_op(optimizer, loss, variables, update_ops, scalars=None):
     loss or the gradients are NaN or Inf, before any variable (trainable,
     batch-norm statistic or global step) is changed.
   """
-  variables = trainable_variables(variables)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   finite = tf.debugging.Assert(
       tf.math.is_finite(loss),
       ['Loss is NaN or Inf at global step', global_step, 'loss', loss])
   with tf.control_dependencies([finite]):
     grads_and_vars = optimizer.compute_gradients(loss, var_list=variables)
-  grads_and_vars = scale_gradients(grads_and_vars,
-                                   gradient_multipliers(variables))
-  grads_and_vars, gradient_norm = clip_gradients(grads_and_vars)
+  grads_and_vars = scale_gradients(grads_and_vars, multipliers)
+  grads_and_vars, gradient_norm = clip(grads_and_vars)
   if scalars is not None:
     scalars['gradient_norm'] = gradient_norm
   # A finite loss can still have NaN gradients (e.g. from Inf inputs): check

@@ -38,7 +38,8 @@ class RefinementLoss:
   """The CAM refinement's loss on the labeled batch, configured on its own.
 
   Cross-entropy over the labeled pixels (PseudoSeg's DeepLab loss);
-  bindings of `segmentation_loss` do not reach it.
+  the labeled batch's loss (`Components.loss`) and its bindings do not
+  reach it.
 
   Attributes:
     class_weights: optional list of C floats.
@@ -267,7 +268,7 @@ def _cam_branch(fusion, model, outputs, weak_outputs, features, labels,
 
 
 def build_step(model, features, labels, training, dataset, options,
-               global_step):
+               global_step, loss):
   """The losses of one semi-supervised training step.
 
   The labeled images and the strong views go through the model in one
@@ -287,6 +288,8 @@ def build_step(model, features, labels, training, dataset, options,
     dataset: the `DatasetInfo`.
     options: a `SemiSupervisedOptions`.
     global_step: int64 scalar tensor, for the ramp-up.
+    loss: the labeled batch's loss, loss(logits, labels, ignore_label) ->
+      scalar float32 (`components.Components.loss`).
 
   Returns:
     A `Step`.
@@ -305,8 +308,7 @@ def build_step(model, features, labels, training, dataset, options,
   count = tf.shape(images)[0]
   logits = outputs['logits'][:count]
   strong_logits = _resized(outputs['logits'][count:], strong)
-  step_losses = {'segmentation': losses.segmentation_loss(
-      logits, labels, dataset.ignore_label)}
+  step_losses = {'segmentation': loss(logits, labels, dataset.ignore_label)}
   weak_cam = labeled_cam = None
   if with_features:
     cam_losses, weak_cam, labeled_cam = _cam_branch(

@@ -40,18 +40,19 @@ class Registered:
   host_checks: Sequence[Any] = ()
 
 
-def learning_rates(learning_rate, variables):
+def learning_rates(learning_rate, multipliers):
   """The learning rate of each group of `gradient_multipliers`, by factor.
 
   Args:
     learning_rate: scalar float tensor, the schedule's rate.
-    variables: the trainable variables.
+    multipliers: dict of variable name to gradient factor
+      (`optimizers.gradient_multipliers`).
 
   Returns:
     dict of 'learning_rate/x<factor>' to scalar tensor, one per factor other
     than 1; empty when no multiplier is set.
   """
-  factors = sorted(set(optimizers.gradient_multipliers(variables).values()))
+  factors = sorted(set(multipliers.values()))
   return {f'learning_rate/x{factor:g}': learning_rate * factor
           for factor in factors}
 

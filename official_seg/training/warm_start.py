@@ -148,7 +148,7 @@ def _exclusion_rules(exclusions, initialize_last_layer, last_layers):
     rules += [(pattern, f'INITIALIZE_LAST_LAYER = False, LAST_LAYERS '
                         f'{pattern.pattern!r}')
               for pattern in optimizers.compile_patterns(
-                  last_layers, 'warm_start.last_layers')]
+                  last_layers, 'LAST_LAYERS')]
   return rules
 
 
@@ -279,7 +279,7 @@ def _names_a_checkpoint(path):
   return True
 
 
-@gin.configurable(denylist=['model', 'model_dir'])
+@gin.configurable(denylist=['model', 'model_dir', 'last_layers'])
 @validation.checked(init_checkpoint=validation.Expect(
     _names_a_checkpoint, 'None, a checkpoint prefix such as '
     '/runs/voc/model.ckpt-30000, or a directory holding one'))
@@ -306,7 +306,8 @@ def warm_start(model, model_dir, init_checkpoint=None, modules=('all',),
       restore (macro RESTORE_EXCLUSIONS).
     initialize_last_layer: bool; False also excludes `last_layers` (macro
       INITIALIZE_LAST_LAYER, DeepLab's flag).
-    last_layers: list of regular expressions (macro LAST_LAYERS).
+    last_layers: list of regular expressions (`ModelFnOptions.last_layers`,
+      macro LAST_LAYERS), handed in by the model_fn.
     skip_shape_mismatch: bool; True skips variables whose shapes differ
       instead of failing.
 

@@ -12,6 +12,7 @@ from official_seg.data import input_fn as input_lib
 from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.data import views
+from official_seg.runtime import estimator
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
@@ -78,7 +79,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
 
   def _build(self, is_training, batch_size=2, data_dir=None, **kwargs):
     dataset = dataset_info.DatasetInfo()
-    parser = input_lib.make_parser(is_training, dataset)
+    parser = estimator.make_parser(is_training, dataset)
     split = dataset.train_split if is_training else dataset.eval_split
     with gin.config_scope('train' if is_training else 'eval'):
       return input_lib.build_dataset(batch_size, parser,
@@ -177,7 +178,8 @@ class InputFnTest(testing_utils.TinyDataTestCase):
                                    cutout_fraction=6 / 17)
     stream = views.UnlabeledStream(split, unlabeled_batch_size, parser,
                                    probability, labeled_batch_size=4)
-    return input_lib.make_input_fn(dataset, True, unlabeled=stream)
+    return input_lib.make_input_fn(
+        dataset, True, estimator.make_parser(True, dataset), unlabeled=stream)
 
   def test_unlabeled_stream_is_zipped_in_split_like_the_labeled_one(self):
     input_fn = self._two_streams(unlabeled_batch_size=6)
@@ -221,8 +223,9 @@ class InputFnTest(testing_utils.TinyDataTestCase):
     with gin.config_scope('unlabeled'):
       parser = views.UnlabeledParser(255)
     stream = views.UnlabeledStream('val', 2, parser, 0.0, 2)
-    input_fn = input_lib.make_input_fn(dataset_info.DatasetInfo(), True,
-                                       unlabeled=stream)
+    dataset = dataset_info.DatasetInfo()
+    input_fn = input_lib.make_input_fn(
+        dataset, True, estimator.make_parser(True, dataset), unlabeled=stream)
     features, _ = next(iter(input_fn({'batch_size': 2})))
     self.assertEqual(features['unlabeled/image'].shape, (2, 9, 9, 3))
     self.assertGreater(np.abs(features['unlabeled/strong_image'] -

@@ -131,7 +131,7 @@ class ExportTest(tf.test.TestCase):
     # eval parser and the receiver both pad an image to its own size.
     windowed = ['EVAL_CROP_SIZE = [16, 16]', 'EVAL_BATCH_SIZE = 1',
                 'WINDOW_SIZE = [20, 24]',
-                "predict_probabilities.window_blending = 'gaussian'"]
+                "InferenceOptions.window_blending = 'gaussian'"]
     testing_utils.parse_tiny_quickstart(self.data_dir, train_steps=2,
                                         extra=_EXTRA + windowed)
     before = set(os.listdir(os.path.join(self.model_dir, 'export')))

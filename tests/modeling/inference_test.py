@@ -7,6 +7,13 @@ import tensorflow as tf
 from official_seg.modeling import inference
 
 
+def _predict(model, images, base_logits=None, with_logits=False, **settings):
+  """`predict_probabilities` with `InferenceOptions` of these settings."""
+  return inference.predict_probabilities(
+      model, images, inference.InferenceOptions(**settings),
+      base_logits=base_logits, with_logits=with_logits)
+
+
 def _model(images, training=False):
   """A stand-in model whose 2-class logits are the first two channels."""
   del training  # Unused.
@@ -76,12 +83,12 @@ class InferenceTest(tf.test.TestCase, parameterized.TestCase):
     self.images = rng.normal(size=(2, 8, 12, 3)).astype(np.float32)
 
   def test_single_scale_is_softmax(self):
-    probabilities = inference.predict_probabilities(_model, tf.constant(self.images))
+    probabilities = _predict(_model, tf.constant(self.images))
     self.assertAllClose(probabilities, _softmax(self.images[..., :2] * 3.0),
                         rtol=1e-5)
 
   def test_flip_averages_the_flipped_pass_flipped_back(self):
-    probabilities = inference.predict_probabilities(
+    probabilities = _predict(
         _model, tf.constant(self.images), add_flipped_images=True)
     # Flip, model, flip back: the stand-in commutes with flipping, so both
     # passes agree and the average equals one pass.
@@ -95,7 +102,7 @@ class InferenceTest(tf.test.TestCase, parameterized.TestCase):
       return {'logits': tf.stack([images[..., 0],
                                   images[..., 1] + columns], axis=-1)}
 
-    got = inference.predict_probabilities(shifted, tf.constant(self.images),
+    got = _predict(shifted, tf.constant(self.images),
                                           add_flipped_images=True)
     columns = np.arange(12, dtype=np.float32)
     plain = np.stack([self.images[..., 0], self.images[..., 1] + columns], -1)
@@ -104,7 +111,7 @@ class InferenceTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_scales_resize_back_and_average(self):
     images = tf.constant(self.images)
-    got = inference.predict_probabilities(_model, images, eval_scales=[0.5, 1.0])
+    got = _predict(_model, images, eval_scales=[0.5, 1.0])
     half = tf.image.resize(images, [4, 6], 'bilinear')
     back = tf.image.resize(half[..., :2] * 3.0, [8, 12], 'bilinear').numpy()
     expected = (_softmax(back) + _softmax(self.images[..., :2] * 3.0)) / 2
@@ -112,13 +119,13 @@ class InferenceTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_base_logits_are_reused(self):
     base = tf.zeros([2, 8, 12, 2])
-    got = inference.predict_probabilities(_model, tf.constant(self.images),
+    got = _predict(_model, tf.constant(self.images),
                                           base_logits=base)
     self.assertAllClose(got, np.full((2, 8, 12, 2), 0.5))
 
   def test_bad_scales_name_the_binding(self):
     with self.assertRaisesRegex(ValueError, 'eval_scales'):
-      inference.predict_probabilities(_model, tf.constant(self.images),
+      _predict(_model, tf.constant(self.images),
                                       eval_scales=[])
 
   @parameterized.parameters(
@@ -137,7 +144,7 @@ class InferenceTest(tf.test.TestCase, parameterized.TestCase):
     images = tf.constant(images, tf.float32)
 
     def predict(inputs):
-      return inference.predict_probabilities(
+      return _predict(
           _strided_model, inputs, eval_scales=eval_scales,
           add_flipped_images=add_flipped_images, align_corners=True,
           with_logits=True)

@@ -211,7 +211,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
       (dict of quantized to float variable name).
     """
     self.assertLen(self.built_last, 1)
-    (_, input_size), _, model = self.built_last[0]
+    (_, _, input_size), _, model = self.built_last[0]
     self.assertEqual(tuple(input_size), (41, 41))
     return ([w.name.split(':')[0] for w in model.weights],
             dict(model.checkpoint_names))
@@ -247,7 +247,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     float_reader = self._checkpoint(self.float_dir)
     qat_reader = self._checkpoint(self.qat_dir)
     qat_names = set(qat_reader.get_variable_to_shape_map())
-    float_names = quantized.float_variable_names(4)
+    float_names = quantized.float_variable_names(model_lib.build_model, 4)
     self.assertEqual(len(float_names), len(set(float_names)))
     _, names = self._built_after_others()
     # Every float weight has one quantized home, found in the checkpoint.
@@ -305,7 +305,9 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     # The model the qat_int8 export converted, restored from its checkpoint.
     self.assertLen(self.restored, 1)
     arguments, _, model = self.restored[0]
-    self.assertEqual(arguments, (4, (41, 41), self.checkpoint, _DECAY))
+    source, *rest = arguments
+    self.assertEqual(rest, [4, (41, 41), self.checkpoint])
+    self.assertEqual(source.moving_average_decay, _DECAY)
     trainable = _fingerprints(w.numpy() for w in model.trainable_weights)
     self.assertGreater(len(trainable), 150)
     self.assertLessEqual(trainable, averages)
@@ -411,7 +413,7 @@ class QuantizationErrorsTest(tf.test.TestCase):
          r".*RuntimeError: Layer depthwise_separable_conv_block")):
       _parse('/nonexistent', ['deployment/qat.gin'], extra)
       with self.assertRaisesRegex(quantized.QuantizationError, expected):
-        quantized.template(4, (33, 33))
+        quantized.template(model_lib.build_model, 4, (33, 33))
 
   def test_delay_and_combinations_name_the_binding(self):
     with self.assertRaisesRegex(

@@ -8,6 +8,13 @@ from official_seg.modeling import inference
 from official_seg.modeling import tiling
 
 
+def _predict(model, images, base_logits=None, with_logits=False, **settings):
+  """`predict_probabilities` with `InferenceOptions` of these settings."""
+  return inference.predict_probabilities(
+      model, images, inference.InferenceOptions(**settings),
+      base_logits=base_logits, with_logits=with_logits)
+
+
 def _model(images, training=False):
   """A stand-in whose logits depend on the whole window (its mean)."""
   del training  # Unused.
@@ -91,11 +98,11 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
                                                              static, tta):
     options = dict(eval_scales=[0.75, 1.0] if tta else [1.0],
                    add_flipped_images=tta)
-    whole = inference.predict_probabilities(_model, tf.constant(self.images),
+    whole = _predict(_model, tf.constant(self.images),
                                             **options)
 
     def windowed(images):
-      return inference.predict_probabilities(
+      return _predict(
           _model, images, window_size=[13, 40], window_stride=[5, 7],
           window_blending=blending, **options)
 
@@ -122,7 +129,7 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
   def test_windowed_prediction_equals_numpy_blending(self, blending,
                                                      batch_size):
     def windowed(images):
-      return inference.predict_probabilities(
+      return _predict(
           _model, images, window_size=[6, 8], window_stride=[4, 5],
           window_blending=blending, window_batch_size=batch_size)
 
@@ -136,7 +143,7 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
                         expected, atol=1e-5)
 
   def test_logits_with_windows_are_log_probabilities(self):
-    probabilities, logits = inference.predict_probabilities(
+    probabilities, logits = _predict(
         _model, tf.constant(self.images), window_size=[6, 8],
         with_logits=True)
     self.assertAllClose(tf.nn.softmax(logits), probabilities, atol=1e-6)
@@ -145,22 +152,22 @@ class TilingTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(tiling.make_windows([513, 513]).stride, (342, 342))
 
   @parameterized.parameters(
-      (dict(window_size=[0, 5]), r'predict_probabilities.window_size = '),
-      (dict(window_size=[5]), r'predict_probabilities.window_size = '),
+      (dict(window_size=[0, 5]), r'InferenceOptions.window_size = '),
+      (dict(window_size=[5]), r'InferenceOptions.window_size = '),
       (dict(window_size=[5, 5], window_stride=[0, 2]),
-       r'predict_probabilities.window_stride = \[0, 2\]'),
+       r'InferenceOptions.window_stride = \[0, 2\]'),
       (dict(window_size=[5, 5], window_stride=[6, 2]),
-       r'predict_probabilities.window_size = \[5, 5\], '
-       r'predict_probabilities.window_stride = \[6, 2\]: expected '
+       r'InferenceOptions.window_size = \[5, 5\], '
+       r'InferenceOptions.window_stride = \[6, 2\]: expected '
        r'window_stride at most window_size'),
       (dict(window_size=[5, 5], window_blending='cosine'),
-       r'predict_probabilities.window_blending = .cosine.'),
+       r'InferenceOptions.window_blending = .cosine.'),
       (dict(window_size=[5, 5], window_batch_size=0),
-       r'predict_probabilities.window_batch_size = 0'))
+       r'InferenceOptions.window_batch_size = 0'))
   def test_bad_settings_name_the_binding(self, settings, message):
     # The first line names the binding; gin adds the configurable's name.
     with self.assertRaisesRegex(ValueError, rf'^{message}[^\n]*\.\n'):
-      inference.predict_probabilities(_model, tf.constant(self.images),
+      _predict(_model, tf.constant(self.images),
                                       **settings)
 
 

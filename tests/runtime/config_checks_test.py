@@ -10,10 +10,10 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import dataset_info
-from official_seg.data import input_fn
 from official_seg.data import preprocess
 from official_seg.modeling import inference
 from official_seg.runtime import config_checks
+from official_seg.runtime import estimator
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from tests import testing_utils
@@ -54,27 +54,27 @@ _MISTAKES = (
     ('scale_range_reversed', ['train/Parser.min_scale_factor = 2.0'], [], {},
      r'train/Parser.min_scale_factor = 2.0, .*train/Parser.max_scale_factor'
      r'\) = .*: expected min <= max'),
-    ('no_eval_scales', ['predict_probabilities.eval_scales = []'], [], {},
-     r'predict_probabilities.eval_scales = \[\]: expected a list'),
+    ('no_eval_scales', ['InferenceOptions.eval_scales = []'], [], {},
+     r'InferenceOptions.eval_scales = \[\]: expected a list'),
     # Sliding windows, refused before the run, not when evaluation builds
     # its graph after training.
     ('window_of_zeros', ['WINDOW_SIZE = [0, 17]'], [], {},
-     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[0, 17\]: '
+     r'WINDOW_SIZE \(InferenceOptions.window_size\) = \[0, 17\]: '
      r'expected None or two positive whole numbers'),
     ('window_stride_beyond_window',
-     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_stride = '
+     ['WINDOW_SIZE = [17, 17]', 'InferenceOptions.window_stride = '
       '[18, 9]'], [], {},
-     r'WINDOW_SIZE \(predict_probabilities.window_size\) = \[17, 17\], '
-     r'predict_probabilities.window_stride = \[18, 9\]: expected '
+     r'WINDOW_SIZE \(InferenceOptions.window_size\) = \[17, 17\], '
+     r'InferenceOptions.window_stride = \[18, 9\]: expected '
      r'window_stride at most window_size'),
     ('window_blending_unknown',
-     ['WINDOW_SIZE = [17, 17]', "predict_probabilities.window_blending = "
+     ['WINDOW_SIZE = [17, 17]', "InferenceOptions.window_blending = "
       "'cosine'"], [], {},
-     r"predict_probabilities.window_blending = 'cosine': expected one of "
+     r"InferenceOptions.window_blending = 'cosine': expected one of "
      r"\('uniform', 'gaussian'\)"),
     ('window_batch_of_zero',
-     ['WINDOW_SIZE = [17, 17]', 'predict_probabilities.window_batch_size = 0'],
-     [], {}, r'predict_probabilities.window_batch_size = 0: expected a '
+     ['WINDOW_SIZE = [17, 17]', 'InferenceOptions.window_batch_size = 0'],
+     [], {}, r'InferenceOptions.window_batch_size = 0: expected a '
      r'positive whole number'),
     ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], {}, r'crop_sise'),
     ('tpu_zone_without_tpu', [], [], {'tpu_zone': 'europe-west4-a'},
@@ -153,7 +153,7 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     # experiment.USER_ERRORS without a traceback; anything else is a bug.
     def broken(*args, **kwargs):
       raise kind('an injected bug inside library code')
-    self.enter_context(mock.patch.object(input_fn, 'make_parser', broken))
+    self.enter_context(mock.patch.object(estimator, 'make_parser', broken))
     error = self._stops([], [], {}, expected=kind)
     self.assertRegex(str(error), '^an injected bug inside library code')
     self.assertNotIsInstance(
@@ -177,10 +177,10 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 # whatever raised it.
 _INJECTED_BUG = """
 import sys
-from official_seg.data import input_fn
+from official_seg.runtime import estimator
 def broken(*args, **kwargs):
   raise FileNotFoundError('an injected bug inside library code')
-input_fn.make_parser = broken
+estimator.make_parser = broken
 from official_seg import train_and_eval
 sys.argv = ['train_and_eval'] + sys.argv[1:]
 train_and_eval.run()
@@ -264,9 +264,9 @@ class ValidationTest(tf.test.TestCase):
 
   def test_eval_scales_are_checked_by_their_owner_alone(self):
     with self.assertRaisesRegex(validation.ConfigurationError,
-                                r'predict_probabilities.eval_scales = '
+                                r'InferenceOptions.eval_scales = '
                                 r'\(0.5, -1\): expected a list of positive'):
-      inference.predict_probabilities(None, None, eval_scales=(0.5, -1))
+      inference.InferenceOptions(eval_scales=(0.5, -1))
 
 
 class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):

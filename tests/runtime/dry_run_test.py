@@ -15,6 +15,7 @@ from official_seg.data import split_metadata
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
+from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
@@ -38,7 +39,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
 
   def test_reports_data_batches_parameters_and_config(self):
     testing_utils.parse_tiny_quickstart(self.data_dir)
-    report = dry_run.run(self.model_dir)
+    report = experiment.run('train_and_eval', self.model_dir, check_only=True)
     self.assertIn(f"train: split 'train' in {self.data_dir}: 2 shards", report)
     self.assertIn(f"eval: split 'val' in {self.data_dir}: 2 shards", report)
     self.assertIn('build_estimator.train_batch_size: global 2 = 1 replica(s) '
@@ -63,7 +64,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     written = split_metadata.read(self.data_dir, 'val')
     os.remove(split_metadata.path(self.data_dir, 'val'))
     testing_utils.parse_tiny_quickstart(self.data_dir)
-    report = dry_run.run(self.model_dir)
+    report = experiment.run('train_and_eval', self.model_dir, check_only=True)
     self.assertIn(f"split 'val': no metadata beside its shards, so every "
                   f'record was read; save this line as '
                   f"{split_metadata.path(self.data_dir, 'val')}:\n"
@@ -76,14 +77,14 @@ class DryRunTest(testing_utils.TinyDataTestCase):
                                         extra=['EVAL_CROP_SIZE = [20, 20]'])
     with self.assertRaisesRegex(config_checks.ConfigurationError,
                                 r'EVAL_CROP_SIZE .* \[20, 20\] is smaller'):
-      dry_run.run(self.model_dir)
+      experiment.run('train_and_eval', self.model_dir, check_only=True)
 
   def test_missing_split_names_the_pattern(self):
     empty = self.create_tempdir().full_path
     testing_utils.parse_tiny_quickstart(empty)
     with self.assertRaisesRegex(config_checks.ConfigurationError,
                                 f'{empty}/train-.....-of-.....'):
-      dry_run.run(self.model_dir)
+      experiment.run('train_and_eval', self.model_dir, check_only=True)
 
   def test_unreadable_shard_names_it(self):
     path = os.path.join(self.data_dir, 'val-00002-of-00003.tfrecord')
@@ -91,7 +92,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
       f.write(b'not a TFRecord file at all')
     testing_utils.parse_tiny_quickstart(self.data_dir)
     with self.assertRaisesRegex(OSError, 'val-00002-of-00003.tfrecord'):
-      dry_run.run(self.model_dir)
+      experiment.run('train_and_eval', self.model_dir, check_only=True)
 
   def test_batch_the_replicas_cannot_split_names_both_numbers(self):
     testing_utils.parse_tiny_quickstart(self.data_dir, extra=[
@@ -100,7 +101,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
         "tf.distribute.MirroredStrategy.devices = ['/cpu:0', '/cpu:1']"])
     with self.assertRaisesRegex(ValueError,
                                 r'train_batch_size=3 .* 2 replicas'):
-      dry_run.run(self.model_dir)
+      experiment.run('train_and_eval', self.model_dir, check_only=True)
 
   def test_multi_worker_batch_counts_every_trainer_without_joining(self):
     gin.clear_config()
@@ -114,7 +115,7 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
       with self.assertRaisesRegex(ValueError,
                                   r'train_batch_size=2 .* 3 replicas'):
-        dry_run.run(self.model_dir)
+        experiment.run('train_and_eval', self.model_dir, check_only=True)
 
   def test_binary_flag(self):
     args = [sys.executable, '-m', 'official_seg.train_and_eval',

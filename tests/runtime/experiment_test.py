@@ -91,8 +91,8 @@ class EvaluationTest(tf.test.TestCase):
     return next(iter(estimator.predict(eval_fn)))['probabilities']
 
   def test_multi_scale_and_flip_runs_and_differs_from_single_scale(self):
-    tta = ['predict_probabilities.eval_scales = [0.75, 1.0, 1.25]',
-           'predict_probabilities.add_flipped_images = True']
+    tta = ['InferenceOptions.eval_scales = [0.75, 1.0, 1.25]',
+           'InferenceOptions.add_flipped_images = True']
     single, _, _ = self._evaluate()
     multi, _, _ = self._evaluate(tta)
     self.assertEqual(multi['num_images'], 5)
@@ -105,7 +105,7 @@ class EvaluationTest(tf.test.TestCase):
     self.assertGreater(np.abs(single_probs - multi_probs).max(), 0.0)
     # The explicit single scale without flips is the default path exactly.
     self.assertAllEqual(self._first_probabilities(
-        ['predict_probabilities.eval_scales = [1.0]']), single_probs)
+        ['InferenceOptions.eval_scales = [1.0]']), single_probs)
 
   def test_one_covering_window_evaluates_as_the_whole_image(self):
     whole, _, _ = self._evaluate()
@@ -125,8 +125,8 @@ class EvaluationTest(tf.test.TestCase):
     """
     window, stride = (20, 24), (11, 13)
     extra = ['EVAL_CROP_SIZE = [16, 16]', f'WINDOW_SIZE = {list(window)}',
-             f'predict_probabilities.window_stride = {list(stride)}',
-             "predict_probabilities.window_blending = 'gaussian'"]
+             f'InferenceOptions.window_stride = {list(stride)}',
+             "InferenceOptions.window_blending = 'gaussian'"]
     result, estimator, eval_fn = self._evaluate(extra)
     predictions = list(estimator.predict(eval_fn))[:5]
     batches = list(eval_fn({'batch_size': 2}).as_numpy_iterator())

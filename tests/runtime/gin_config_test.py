@@ -107,7 +107,7 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
   def test_zoo_experiments_evaluate_as_deeplab(self, name):
     # DeepLab's checkpoints reach its published mIoU under its evaluation.
     gin_config.parse([name], _MACROS, finalize=False)
-    self.assertTrue(gin.query_parameter('predict_probabilities.align_corners'))
+    self.assertTrue(gin.query_parameter('InferenceOptions.align_corners'))
 
   def test_semi_supervised_file_without_unlabeled_split_names_the_macro(self):
     files = ['experiments/quickstart.gin', 'semi_supervised/pseudoseg.gin']

@@ -10,6 +10,7 @@ import tensorflow as tf
 from official_seg.data import dataset_info
 from official_seg.export import saved_model
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import components as components_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
@@ -79,7 +80,8 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   def _build_train_graph(self, options):
     """See `_train_graph`."""
     testing_utils.parse_tiny_quickstart(self.data_dir)
-    model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options)
+    model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options,
+                                          components_lib.Components())
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     with tf.Graph().as_default() as graph:
       spec = model_fn({'image': tf.zeros([2, 33, 33, 3])},

@@ -150,13 +150,13 @@ class RunConfigTest(tf.test.TestCase):
     self.assertIsInstance(run_config_lib.build_run_config(model_dir),
                           tf.compat.v1.estimator.tpu.RunConfig)
 
-  def test_estimator_and_run_config_must_agree(self):
+  def test_estimator_follows_the_run_config(self):
     data_dir = self.create_tempdir().full_path
-    testing_utils.parse_tiny_quickstart(
-        data_dir, extra=['build_estimator.use_tpu_estimator = True'])
+    testing_utils.parse_tiny_quickstart(data_dir,
+                                        extra=['USE_TPU_ESTIMATOR = True'])
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
-    with self.assertRaisesRegex(ValueError, 'set the macro USE_TPU_ESTIMATOR'):
-      estimator_lib.build_estimator(config)
+    self.assertIsInstance(estimator_lib.build_estimator(config).estimator,
+                          tf.compat.v1.estimator.tpu.TPUEstimator)
 
 
 class MirroredTrainingTest(testing_utils.TinyDataTestCase):

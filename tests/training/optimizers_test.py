@@ -8,14 +8,24 @@ import tensorflow as tf
 from official_seg.training import optimizers
 
 
+def _step(optimizer, loss, variables, update_ops, scalars=None,
+          last_layers=()):
+  """A training step composed as the model_fn composes it, from gin."""
+  variables = optimizers.trainable_variables(variables)
+  multipliers = optimizers.gradient_multipliers(variables,
+                                                last_layers=last_layers)
+  return optimizers.train_op(optimizer, loss, variables, update_ops,
+                             multipliers, optimizers.clip_gradients, scalars)
+
+
 def _graph_step(loss_value):
   """A one-variable training step whose loss is `loss_value` * w."""
   weight = tf.compat.v1.get_variable('w', initializer=2.0)
   counter = tf.compat.v1.get_variable('updates', initializer=0.0)
   loss = loss_value * weight
   update = tf.compat.v1.assign_add(counter, 1.0)
-  op = optimizers.train_op(
-      tf.compat.v1.train.GradientDescentOptimizer(0.5), loss, [weight], [update])
+  op = _step(tf.compat.v1.train.GradientDescentOptimizer(0.5), loss, [weight],
+             [update])
   return op, weight, counter
 
 
@@ -26,7 +36,7 @@ _SLOPES = {'conv/kernel': 1.0, 'conv/bias': 2.0,
            'head/segmentation_output/bias': 4.0}
 
 
-def _two_layer_step():
+def _two_layer_step(last_layers=()):
   """A gradient-descent step (rate 0.5) over the `_SLOPES` variables."""
   variables = {}
   for name in _SLOPES:
@@ -34,8 +44,8 @@ def _two_layer_step():
     with tf.compat.v1.variable_scope(scope):
       variables[name] = tf.compat.v1.get_variable(var_name, initializer=1.0)
   loss = tf.add_n([_SLOPES[n] * v for n, v in variables.items()])
-  op = optimizers.train_op(tf.compat.v1.train.GradientDescentOptimizer(0.5),
-                           loss, list(variables.values()), [])
+  op = _step(tf.compat.v1.train.GradientDescentOptimizer(0.5), loss,
+             list(variables.values()), [], last_layers=last_layers)
   return op, variables
 
 
@@ -82,8 +92,8 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
       update_ops = layer.get_updates_for(images) + layer.get_updates_for(None)
       self.assertLen(update_ops, 2)  # moving mean and moving variance
       loss = tf.reduce_sum(outputs)
-      op = optimizers.train_op(tf.compat.v1.train.GradientDescentOptimizer(0.5),
-                               loss, layer.trainable_variables, update_ops)
+      op = _step(tf.compat.v1.train.GradientDescentOptimizer(0.5), loss,
+                 layer.trainable_variables, update_ops)
       with tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
@@ -115,11 +125,9 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
        {'conv/bias': 2.0, 'head/segmentation_output/kernel': 10.0,
         'head/segmentation_output/bias': 20.0}))
   def test_gradient_multipliers_scale_the_update(self, bindings, factors):
-    gin.parse_config(
-        ["gradient_multipliers.last_layers = ['segmentation_output/']"] +
-        bindings)
+    gin.parse_config(bindings)
     with tf.Graph().as_default():
-      op, variables = _two_layer_step()
+      op, variables = _two_layer_step(last_layers=['segmentation_output/'])
       values = _run_steps(op, variables, 1)
     # One gradient-descent step from 1.0: 1 - 0.5 * slope * factor.
     expected = {name: 1.0 - 0.5 * slope * factors.get(name, 1.0)
@@ -175,10 +183,9 @@ class OptimizersTest(tf.test.TestCase, parameterized.TestCase):
       weight = tf.compat.v1.get_variable('w', initializer=[1.0, 1.0])
       scalars = {}
       # d(loss)/dw = (6, 8): norm 10, clipped to (0.6, 0.8).
-      op = optimizers.train_op(
-          tf.compat.v1.train.GradientDescentOptimizer(0.5),
-          tf.reduce_sum(tf.constant([6.0, 8.0]) * weight), [weight], [],
-          scalars)
+      op = _step(tf.compat.v1.train.GradientDescentOptimizer(0.5),
+                 tf.reduce_sum(tf.constant([6.0, 8.0]) * weight), [weight], [],
+                 scalars)
       with tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         norm, _ = sess.run((scalars['gradient_norm'], op))

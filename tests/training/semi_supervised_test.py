@@ -10,6 +10,8 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.modeling import model as model_lib
+from official_seg.modeling import losses
+from official_seg.runtime import components as components_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import averaging
@@ -128,7 +130,7 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
     model = self._model(options.cam_fusion)
     step = semi_supervised.build_step(
         model, features, labels, True, self.dataset, options,
-        tf.constant(0, tf.int64))
+        tf.constant(0, tf.int64), losses.segmentation_loss)
     return model, features, labels, step
 
   @parameterized.named_parameters(
@@ -232,7 +234,7 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
         # equal a pass over the labeled images alone.
         return semi_supervised.build_step(
             model, features, tf.constant(labels), False, self.dataset,
-            options, tf.constant(0, tf.int64))
+            options, tf.constant(0, tf.int64), losses.segmentation_loss)
 
       weighted, off = step(0.25), step(0.0)
       outputs = model(features['image'], training=False, with_features=True)
@@ -278,7 +280,7 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
       model = self._model(fusion)
       build = lambda o: semi_supervised.build_step(  # pylint: disable=g-long-lambda
           model, features, labels, True, self.dataset, o,
-          tf.constant(0, tf.int64)).losses
+          tf.constant(0, tf.int64), losses.segmentation_loss).losses
       plain = build(options)
       gin.bind_parameter('segmentation_loss.class_weights',
                          [0.1, 3.0, 0.5, 2.0])
@@ -350,7 +352,8 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
       model = _FixedLogits(self.kernel, self.bias)
       step = semi_supervised.build_step(
           model, {k: tf.constant(v) for k, v in self.arrays.items()},
-          tf.constant(self.labels), True, self.dataset, options, step_value)
+          tf.constant(self.labels), True, self.dataset, options, step_value,
+          losses.segmentation_loss)
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         return [session.run([step.losses, step.scalars], {step_value: s})
@@ -512,7 +515,8 @@ class BranchInTheModelTest(tf.test.TestCase):
   def _spec(self, decay=None):
     testing_utils.parse_tiny_semi_supervised(self.model_dir, 'pseudoseg.gin')
     options = model_fn_lib.ModelFnOptions(moving_average_decay=decay)
-    model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options)
+    model_fn = model_fn_lib.make_model_fn(dataset_info.DatasetInfo(), options,
+                                          components_lib.Components())
     config = run_config_lib.build_run_config(self.model_dir)
     features, labels = _features()
     return model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
@@ -543,7 +547,8 @@ class BranchInTheModelTest(tf.test.TestCase):
     features, labels = _features()
     semi_supervised.build_step(model, features, labels, True,
                                dataset_info.DatasetInfo(num_classes=4),
-                               options, tf.constant(0, tf.int64))
+                               options, tf.constant(0, tf.int64),
+                               losses.segmentation_loss)
     return model
 
   def test_resume_check_names_the_branch(self):

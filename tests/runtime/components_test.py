@@ -1,0 +1,98 @@
+"""Tests for the builders the runtime hands down, and the loss they choose."""
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg.data import dataset_info
+from official_seg.modeling import inference
+from official_seg.modeling import losses
+from official_seg.runtime import components as components_lib
+from official_seg.runtime import model_fn as model_fn_lib
+from official_seg.runtime import run_config as run_config_lib
+from tests import testing_utils
+
+_IGNORE = 255
+
+
+def _numpy_cross_entropy(logits, labels):
+  """Mean softmax cross-entropy over the labels that are not `_IGNORE`."""
+  logits = logits - logits.max(-1, keepdims=True)
+  log_probabilities = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  labels = labels[..., 0]
+  valid = labels != _IGNORE
+  picked = np.take_along_axis(log_probabilities,
+                              np.where(valid, labels, 0)[..., None], -1)
+  return -(picked[..., 0] * valid).sum() / valid.sum()
+
+
+# Registered for the test of a loss chosen in gin: each call's logits,
+# labels and value.
+_CALLS = []
+
+
+@gin.configurable
+def scaled_cross_entropy(logits, labels, ignore_label, factor=1.0):
+  value = factor * losses.cross_entropy(logits, labels, ignore_label)
+  _CALLS.append((logits, labels, value))
+  return value
+
+
+class LabeledLossTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    rng = np.random.default_rng(0)
+    self.logits = rng.normal(size=(2, 5, 5, 3)).astype(np.float32)
+    self.labels = rng.integers(0, 3, size=(2, 17, 17, 1)).astype(np.int32)
+    self.labels[:, :2] = _IGNORE
+
+  def test_half_pixel_models_get_the_loss_itself(self):
+    components = components_lib.Components()
+    self.assertIs(components.labeled_loss, losses.segmentation_loss)
+
+  def test_aligned_models_resize_the_logits_as_deeplab_trains(self):
+    components = components_lib.Components(
+        inference=inference.InferenceOptions(align_corners=True))
+    loss = components.labeled_loss(tf.constant(self.logits),
+                                   tf.constant(self.labels), _IGNORE)
+    # DeepLab's upsample_logits: TF1's bilinear resize with aligned corners.
+    aligned = tf.compat.v1.image.resize_bilinear(
+        self.logits, [17, 17], align_corners=True).numpy()
+    self.assertAllClose(loss, _numpy_cross_entropy(aligned, self.labels),
+                        rtol=1e-5)
+    half_pixel = losses.segmentation_loss(tf.constant(self.logits),
+                                          tf.constant(self.labels), _IGNORE)
+    self.assertGreater(abs(float(loss) - float(half_pixel)), 1e-4)
+
+
+class ChosenInGinTest(testing_utils.TinyDataTestCase):
+  """A loss bound in gin reaches the model_fn's training step."""
+
+  def test_loss_bound_in_gin_trains_the_step(self):
+    testing_utils.parse_tiny_quickstart(self.data_dir, extra=[
+        'Components.loss = @scaled_cross_entropy',
+        'scaled_cross_entropy.factor = 3.0'])
+    model_fn = model_fn_lib.make_model_fn(
+        dataset_info.DatasetInfo(), model_fn_lib.ModelFnOptions(),
+        components_lib.Components())
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    del _CALLS[:]
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 4, size=(2, 33, 33, 1)).astype(np.int32)
+    with tf.Graph().as_default():
+      images = tf.constant(rng.normal(size=(2, 33, 33, 3)), tf.float32)
+      model_fn({'image': images}, tf.constant(labels),
+               tf.estimator.ModeKeys.TRAIN, {'use_tpu': False}, config)
+      self.assertLen(_CALLS, 1)
+      logits, _, value = _CALLS[0]
+      resized = tf.image.resize(logits, [33, 33], method='bilinear')
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        resized, value = session.run((resized, value))
+    self.assertAllClose(value, 3.0 * _numpy_cross_entropy(resized, labels),
+                        rtol=1e-5)
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -67,6 +67,10 @@ class LabeledLossTest(tf.test.TestCase):
     self.assertGreater(abs(float(loss) - float(half_pixel)), 1e-4)
 
 
+def images_like(rng):
+  return tf.constant(rng.normal(size=(2, 33, 33, 3)), tf.float32)
+
+
 class ChosenInGinTest(testing_utils.TinyDataTestCase):
   """A loss bound in gin reaches the model_fn's training step."""
 
@@ -82,7 +86,7 @@ class ChosenInGinTest(testing_utils.TinyDataTestCase):
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 4, size=(2, 33, 33, 1)).astype(np.int32)
     with tf.Graph().as_default():
-      images = tf.constant(rng.normal(size=(2, 33, 33, 3)), tf.float32)
+      images = images_like(rng)
       model_fn({'image': images}, tf.constant(labels),
                tf.estimator.ModeKeys.TRAIN, {'use_tpu': False}, config)
       self.assertLen(_CALLS, 1)
@@ -93,6 +97,14 @@ class ChosenInGinTest(testing_utils.TinyDataTestCase):
         resized, value = session.run((resized, value))
     self.assertAllClose(value, 3.0 * _numpy_cross_entropy(resized, labels),
                         rtol=1e-5)
+    # Evaluation's loss is the same function, on logits at the input size.
+    with tf.Graph().as_default():
+      features = {'image': images_like(rng), 'height': tf.fill([2], 33),
+                  'width': tf.fill([2], 33), 'valid': tf.ones([2])}
+      model_fn(features, tf.constant(labels), tf.estimator.ModeKeys.EVAL,
+               {'use_tpu': False}, config)
+    self.assertLen(_CALLS, 2)
+    self.assertEqual(_CALLS[1][0].shape.as_list()[1:3], [33, 33])
 
 if __name__ == '__main__':
   tf.test.main()

@@ -16,6 +16,7 @@ from official_seg.data import synthetic
 from official_seg.data import tfexample
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
 from tests import testing_utils
@@ -206,7 +207,10 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
             f"INIT_CHECKPOINT = '{self.source_ckpt}'"] + extra + _V2)
     model = model_lib.build_model(num_classes=3)
     model(tf.zeros([1, 33, 33, 3]), training=False)
-    return warm_start.warm_start(model, model_dir)
+    # LAST_LAYERS reaches the warm start through the model_fn's options.
+    return warm_start.warm_start(
+        model, model_dir,
+        last_layers=model_fn_lib.ModelFnOptions().last_layers)
 
   def test_shape_mismatch_lists_the_variables_and_the_fix(self):
     model_dir = self.create_tempdir().full_path

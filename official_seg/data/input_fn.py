@@ -7,7 +7,6 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import preprocess
 from official_seg.data import tfexample
-from official_seg.data import views
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -324,8 +323,9 @@ def make_input_fn(dataset, is_training, parser=None, unlabeled=None):
     is_training: bool.
     parser: optional `preprocess.Parser` to share (serving reuses the eval
       one); default `make_parser(is_training, dataset)`.
-    unlabeled: optional `views.UnlabeledStream` (training): its batches,
-      built in the `unlabeled/` scope, zipped in by `views.zip_unlabeled`.
+    unlabeled: optional unlabeled stream (training; a
+      `semi_supervised.views.UnlabeledStream`): its batches, built in the
+      `unlabeled/` scope, zipped in by its `zip_into`.
   """
   scope = 'train' if is_training else 'eval'
   parser = parser or make_parser(is_training, dataset)
@@ -343,7 +343,6 @@ def make_input_fn(dataset, is_training, parser=None, unlabeled=None):
         return build_dataset(batch_size, unlabeled.parser, dataset.data_dir,
                              unlabeled.split, input_context)
 
-    return views.zip_unlabeled(labeled, unlabeled, params['batch_size'],
-                               build_unlabeled)
+    return unlabeled.zip_into(labeled, params['batch_size'], build_unlabeled)
 
   return input_fn

@@ -31,7 +31,7 @@ from official_seg.runtime import gin_config
 ARMS = ('labeled_only', 'pseudoseg', 'fixmatch', 'full')
 SEMI_SUPERVISED_FILES = {'pseudoseg': 'semi_supervised/pseudoseg.gin',
                          'fixmatch': 'semi_supervised/fixmatch.gin'}
-# The semi-supervised step's monitors (training/semi_supervised.py).
+# The semi-supervised step's monitors (semi_supervised/step.py).
 MONITORS = ('semi/pseudo_accuracy', 'semi/pseudo_balanced_accuracy',
             'semi/kept_share', 'semi/strong_accuracy')
 # Estimator's own step rate, written every log_step_count_steps.

@@ -23,6 +23,29 @@ _TOP_FOLDERS = ('benchmarks', 'tools')
 RANKS = {'validation': -1, 'data': 0, 'modeling': 0, 'training': 1,
          'evaluation': 1, 'export': 2, 'runtime': 3, 'flags': 4,
          'train_and_eval': 5}
+# Features that span layers, each in a package of its own, and the packages
+# of official_seg each may import. The core never imports them but for
+# CORE_IMPORTS_OF_FEATURES (the binary and the commands above it may); the
+# features never import each other.
+CORE = ('validation', 'data', 'modeling', 'training', 'evaluation', 'export',
+        'runtime')
+FEATURES = {
+    'datasets': {'validation', 'data'},
+    'deeplab': {'validation', 'data', 'modeling', 'training'},
+    'semi_supervised': {'validation', 'data', 'modeling', 'training',
+                        'evaluation'},
+}
+# (core module, feature package) imports that stay until the composition
+# root injects what they build, each with its reason.
+CORE_IMPORTS_OF_FEATURES = {
+    # PseudoSeg's CAM branch (image classifier, CAM refinement) is built
+    # inside the segmentation model when `build_model` is asked for it.
+    ('modeling/model.py', 'semi_supervised'),
+    # The model_fn runs the semi-supervised step and takes its options.
+    ('runtime/model_fn.py', 'semi_supervised'),
+    # The composition root builds the unlabeled stream and its parser.
+    ('runtime/estimator.py', 'semi_supervised'),
+}
 # The flags every tool and the binary share, defined in official_seg/flags.py
 # alone: absl refuses a flag defined twice in one process.
 SHARED_FLAGS = ('gin_file', 'gin_param', 'data_dir')
@@ -36,7 +59,7 @@ WIDE_CONFIGURABLES = {
     'official_seg.data.preprocess.Parser',
     # Parser's ten geometry arguments, so that unlabeled/ binds them by the
     # same names, plus the strong view's jitter switch and cutout size.
-    'official_seg.data.views.UnlabeledParser',
+    'official_seg.semi_supervised.views.UnlabeledParser',
     # tf.estimator/TPU RunConfig's own arguments, passed through by name.
     'official_seg.runtime.run_config.build_run_config',
 }
@@ -174,9 +197,37 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
           wrong.append(f'{os.path.relpath(path, _PACKAGE)} imports {other}')
     self.assertEmpty(wrong)
 
+  def test_core_imports_no_feature_but_the_listed_ones(self):
+    wrong = []
+    for path in _modules():
+      relative = os.path.relpath(path, _PACKAGE)
+      if _package(path) not in CORE:
+        continue
+      wrong += [f'{relative} imports {other}' for other in set(_imports(path))
+                if other in FEATURES
+                and (relative, other) not in CORE_IMPORTS_OF_FEATURES]
+    self.assertEmpty(wrong)
+
+  def test_the_listed_core_imports_of_features_exist(self):
+    stale = [(module, feature)
+             for module, feature in sorted(CORE_IMPORTS_OF_FEATURES)
+             if feature not in set(_imports(os.path.join(_PACKAGE, module)))]
+    self.assertEmpty(stale)
+
+  @parameterized.parameters(*sorted(FEATURES))
+  def test_features_import_only_the_core_below_them(self, feature):
+    wrong = []
+    for path in _modules():
+      if _package(path) != feature:
+        continue
+      wrong += [f'{os.path.relpath(path, _PACKAGE)} imports {other}'
+                for other in set(_imports(path))
+                if other not in FEATURES[feature] | {feature}]
+    self.assertEmpty(wrong)
+
   def test_every_package_is_ranked(self):
     packages = {_package(path) for path in _modules()} - {'__init__'}
-    self.assertEmpty(packages - set(RANKS))
+    self.assertEmpty(packages - set(RANKS) - set(FEATURES))
 
   def test_modules_stay_small(self):
     self.assertEmpty(_too_long(_modules(), _PACKAGE))
@@ -274,7 +325,8 @@ class ArchitectureTest(tf.test.TestCase, parameterized.TestCase):
 # Packages below the composition root (runtime/): they take models, losses,
 # optimizers, schedules, parsers and options as arguments and never call a
 # configurable of the package to get them.
-_LIBRARY_PACKAGES = ('data', 'modeling', 'training', 'evaluation', 'export')
+_LIBRARY_PACKAGES = ('data', 'modeling', 'training', 'evaluation', 'export',
+                     'datasets', 'deeplab', 'semi_supervised')
 # Library calls of configurables not yet handed in by the runtime, each
 # with its reason; the list only shrinks.
 _CONFIGURABLE_CALLS_LEFT = {
@@ -282,7 +334,7 @@ _CONFIGURABLE_CALLS_LEFT = {
     # dataset is built inside the input_fn's gin scope at each call.
     'data/input_fn.py: official_seg.data.input_fn.build_dataset',
     # The strong view's jitter, bound in the unlabeled/ scope.
-    'data/views.py: official_seg.data.views.color_jitter',
+    'semi_supervised/views.py: official_seg.semi_supervised.views.color_jitter',
 }
 # Where a binding may be read back by its name: the gin-parsing module, and
 # the check before a run, which reports each binding by its name.

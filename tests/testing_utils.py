@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
-from official_seg.data import synthetic
 from official_seg.data import tfexample
+from official_seg.datasets import synthetic
 from official_seg.export import tflite_runner
 from official_seg.runtime import estimator
 from official_seg.runtime import experiment

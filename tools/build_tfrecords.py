@@ -75,8 +75,9 @@ def _palette_colours():
       with flags it replaces.
   """
   # pylint: disable=g-import-not-at-top
-  from official_seg.data import colour_masks
+  from official_seg.datasets import colour_masks
   from official_seg.data import palettes
+  from official_seg.datasets import shipped_masks
   from official_seg.runtime import gin_config
   # pylint: enable=g-import-not-at-top
   if FLAGS.dataset_gin or FLAGS.layout == 'cityscapes':
@@ -86,7 +87,7 @@ def _palette_colours():
   name = FLAGS.palette
   if name in palettes.PALETTE_NAMES:
     info = gin_config.read_dataset([f'datasets/{name}.gin'])
-    return palettes.mask_colours(name, info)
+    return shipped_masks.mask_colours(name, info)
   if not os.path.isfile(name):
     raise _BadInput(
         f'--palette={name}: neither a shipped palette '
@@ -136,7 +137,7 @@ def dataset(colours=None):
 
 def convert_all(colours):
   """Converts each split, printing its summary; the written gin file's path."""
-  from official_seg.data import convert  # pylint: disable=g-import-not-at-top
+  from official_seg.datasets import convert  # pylint: disable=g-import-not-at-top
   info = dataset(colours)
   lookup = layouts.layout_lookup(FLAGS.layout, info.num_classes,
                                  info.ignore_label)

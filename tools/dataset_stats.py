@@ -10,8 +10,8 @@ from absl import app
 from absl import flags
 
 from official_seg import flags as seg_flags
-from official_seg.data import stats
 from official_seg.data import storage
+from official_seg.datasets import stats
 from official_seg.evaluation import visualize
 
 # --gin_file (files that set the dataset macros: NUM_CLASSES, DATA_DIR, ...),

@@ -31,7 +31,7 @@ import tensorflow as tf
 from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.data import storage
-from official_seg.modeling import deeplab_names
+from official_seg.deeplab import checkpoint_names
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
 
@@ -91,7 +91,7 @@ def import_checkpoint(deeplab_checkpoint, gin_files, gin_params, output_dir,
     validation.MissingFileError: no checkpoint at `deeplab_checkpoint`.
     validation.ConfigurationError: `output_dir` is a file or lies under
       one; a gin file or binding it cannot use.
-    deeplab_names.DeepLabImportError: it cannot fill the model.
+    checkpoint_names.DeepLabImportError: it cannot fill the model.
   """
   storage.check_output('--output_dir', output_dir, folder=True)
   prefix, reader = _reader(deeplab_checkpoint)
@@ -100,7 +100,7 @@ def import_checkpoint(deeplab_checkpoint, gin_files, gin_params, output_dir,
     model = model_lib.build_model(num_classes=dataset.num_classes)
     model(tf.zeros([1, _BUILD_SIZE, _BUILD_SIZE, 3]), training=False)
     global_step = tf.compat.v1.train.get_or_create_global_step()
-    plan = deeplab_names.plan_import(
+    plan = checkpoint_names.plan_import(
         model, reader.get_variable_to_shape_map(), reader.get_tensor,
         backbone_only)
     saver = tf.compat.v1.train.Saver(model.variables + [global_step])
@@ -128,7 +128,7 @@ def main(argv):
         FLAGS.deeplab_checkpoint, FLAGS.gin_file, seg_flags.gin_params(),
         FLAGS.output_dir, FLAGS.backbone_only)
   except (validation.ConfigurationError,
-          deeplab_names.DeepLabImportError) as error:
+          checkpoint_names.DeepLabImportError) as error:
     print(f'import_deeplab_checkpoint: {error}', file=sys.stderr)
     sys.exit(2)
   unused = {kind: len(names) for kind, names in report['unused'].items()}

@@ -18,12 +18,12 @@ import numpy as np
 
 from official_seg import flags as seg_flags
 from official_seg import validation
-from official_seg.data import convert
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import storage
-from official_seg.data import subsets
 from official_seg.data import tfexample
+from official_seg.datasets import convert
+from official_seg.datasets import subsets
 
 # --gin_file (files that set the dataset macros: NUM_CLASSES, CLASS_NAMES,
 # IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT; with --layout=voc default

@@ -1,11 +1,11 @@
-"""Writes the scarce-label synthetic set (official_seg/data/scarce.py) as DeepLab TFRecord shards."""
+"""Writes the scarce-label synthetic set (official_seg/datasets/scarce.py) as DeepLab TFRecord shards."""
 
 import time
 
 from absl import app
 from absl import flags
 
-from official_seg.data import scarce
+from official_seg.datasets import scarce
 
 flags.DEFINE_string('output_dir', 'data/scarce', 'Where to write shards.')
 flags.DEFINE_integer('num_train', 1500, 'Training images.')

@@ -5,7 +5,7 @@ import time
 from absl import app
 from absl import flags
 
-from official_seg.data import synthetic
+from official_seg.datasets import synthetic
 
 flags.DEFINE_string('output_dir', 'data/synthetic', 'Where to write shards.')
 flags.DEFINE_integer('num_train', 400, 'Training images.')

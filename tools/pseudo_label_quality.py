@@ -27,10 +27,10 @@ from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import storage
 from official_seg.data import tfexample
-from official_seg.evaluation import pseudo_label_quality as quality
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
 from official_seg.runtime import estimator
+from official_seg.semi_supervised import pseudo_label_quality as quality
 
 # --gin_file (the run's: they name the dataset, and the eval preprocessing
 # of exports that do not record it), --gin_param and --data_dir.

@@ -31,7 +31,7 @@ import tensorflow as tf
 from benchmarks import profile
 from benchmarks import report
 from official_seg import flags as seg_flags
-from official_seg.data import synthetic
+from official_seg.datasets import synthetic
 from official_seg.runtime import gin_config
 
 # --gin_file, --gin_param and --data_dir (default a synthetic dataset written

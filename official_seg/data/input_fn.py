@@ -7,7 +7,6 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import preprocess
 from official_seg.data import tfexample
-from official_seg.data import views
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -305,8 +304,9 @@ def make_input_fn(dataset, is_training, parser, unlabeled=None):
     is_training: bool.
     parser: the `preprocess.Parser` of the split (`estimator.make_parser`;
       serving reuses the eval one).
-    unlabeled: optional `views.UnlabeledStream` (training): its batches,
-      built in the `unlabeled/` scope, zipped in by `views.zip_unlabeled`.
+    unlabeled: optional unlabeled stream (training; a
+      `semi_supervised.views.UnlabeledStream`): its batches, built in the
+      `unlabeled/` scope, zipped in by its `zip_into`.
   """
   scope = 'train' if is_training else 'eval'
   split = dataset.train_split if is_training else dataset.eval_split
@@ -323,7 +323,6 @@ def make_input_fn(dataset, is_training, parser, unlabeled=None):
         return build_dataset(batch_size, unlabeled.parser, dataset.data_dir,
                              unlabeled.split, input_context)
 
-    return views.zip_unlabeled(labeled, unlabeled, params['batch_size'],
-                               build_unlabeled)
+    return unlabeled.zip_into(labeled, params['batch_size'], build_unlabeled)
 
   return input_fn

@@ -6,7 +6,6 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
-from official_seg.data import colour_masks
 
 PALETTE_NAMES = ('pascal_voc', 'cityscapes', 'ade20k', 'synthetic')
 # Cityscapes' colours of the 19 train ids (cityscapesScripts' labels.py).
@@ -50,19 +49,6 @@ _ADE20K = (
     (41, 255, 0), (173, 0, 255), (0, 245, 255), (71, 0, 255), (122, 0, 255),
     (0, 255, 184), (0, 92, 255), (184, 255, 0), (0, 133, 255), (255, 214, 0),
     (25, 194, 194), (102, 255, 0), (92, 0, 255))
-# Colours the shipped datasets' own colour masks give pixels of no class,
-# read as the ignore label: VOC's object borders (its index 255), and the
-# Cityscapes colours of the label ids whose train id is 255 (labels.py:
-# unlabeled and the other void ids, parking, rail track, guard rail, bridge,
-# tunnel, caravan, trailer). Polegroup and license plate share the colours
-# of pole and car, so a Cityscapes colour mask reads them as those classes.
-_MASK_IGNORE_COLOURS = {
-    'pascal_voc': ((224, 224, 192),),
-    'cityscapes': (
-        (0, 0, 0), (111, 74, 0), (81, 0, 81), (250, 170, 160),
-        (230, 150, 140), (180, 165, 180), (150, 100, 100), (150, 120, 90),
-        (0, 0, 90), (0, 0, 110)),
-}
 # The synthetic dataset draws red disks, green boxes and blue triangles;
 # colours unlike those keep an overlay readable.
 _SYNTHETIC = ((0, 0, 0), (255, 215, 0), (255, 0, 255), (0, 255, 255))
@@ -145,30 +131,6 @@ def resolve(palette):
   if isinstance(palette, str):
     return get_palette(palette)
   return _custom(palette)
-
-
-def mask_colours(name, info):
-  """What the colours of a shipped dataset's colour masks stand for.
-
-  The official ADE20K colours give road (7) and skyscraper (49) the same
-  grey, (140, 140, 140); a colour mask cannot tell them apart, and it reads
-  as road, the first.
-
-  Args:
-    name: one of `PALETTE_NAMES`.
-    info: the `DatasetInfo` of `datasets/<name>.gin`: classes, names and
-      ignore label.
-
-  Returns:
-    A `colour_masks.ColourMap` whose palette is `name`.
-
-  Raises:
-    ValueError: an unknown name.
-  """
-  return colour_masks.colour_map(
-      f'palette {name!r}', info.class_names,
-      get_palette(name)[:info.num_classes], info.ignore_label, name,
-      _MASK_IGNORE_COLOURS.get(name, ()), shared_colours='first')
 
 
 # Ignored pixels in label pictures (TensorBoard, overlays): white, a colour

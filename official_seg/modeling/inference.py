@@ -7,11 +7,26 @@ import gin
 import tensorflow as tf
 
 from official_seg import validation
-from official_seg.modeling import deeplab_head
 from official_seg.modeling import tiling
 
 # Floor of the probabilities whose log stands for logits with windows.
 _TINY = 1e-30
+
+
+def resize_aligned(features, size):
+  """DeepLab's `_resize_bilinear`: bilinear with aligned corners, in float32.
+
+  Args:
+    features: [B, h, w, C].
+    size: int32 [2] tensor or pair, the output's height and width.
+
+  Returns:
+    [B, size[0], size[1], C] in the input's dtype.
+  """
+  # The raw op: tf.compat.v1's wrapper logs a deprecation warning.
+  resized = tf.raw_ops.ResizeBilinear(
+      images=tf.cast(features, tf.float32), size=size, align_corners=True)
+  return tf.cast(resized, features.dtype)
 
 
 def upsampled_logits(logits, size, align_corners=False):
@@ -23,7 +38,7 @@ def upsampled_logits(logits, size, align_corners=False):
   """
   logits = tf.cast(logits, tf.float32)
   if align_corners:
-    return deeplab_head.resize_aligned(logits, size)
+    return resize_aligned(logits, size)
   return tf.image.resize(logits, size, method='bilinear')
 
 
@@ -51,7 +66,7 @@ def _scaled(images, scale, align_corners):
     return images
   size = _scaled_size(images, scale, align_corners)
   if align_corners:
-    return deeplab_head.resize_aligned(images, size)
+    return resize_aligned(images, size)
   return tf.image.resize(images, size, 'bilinear')
 
 

@@ -10,7 +10,7 @@ from official.vision.modeling import segmentation_model
 
 from official_seg import validation
 from official_seg.modeling import aspp
-from official_seg.modeling import classifier as classifier_lib
+from official_seg.semi_supervised import classifier as classifier_lib
 
 # The Model Garden's own classes, referenced directly from gin files (every
 # one with dense features; gin/backbones/ has a file for each). The

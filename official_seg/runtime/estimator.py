@@ -10,11 +10,11 @@ from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import preprocess
-from official_seg.data import views
 from official_seg.runtime import cluster
 from official_seg.runtime import components as components_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import tpu_estimator
+from official_seg.semi_supervised import views
 
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the

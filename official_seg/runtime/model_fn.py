@@ -16,9 +16,10 @@ from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import quantized
 from official_seg.runtime import tpu_estimator
+from official_seg.semi_supervised import step as semi_lib
 from official_seg.training import averaging
 from official_seg.training import optimizers
-from official_seg.training import semi_supervised as semi_lib
+from official_seg.training import step as step_lib
 from official_seg.training import summaries
 from official_seg.training import warm_start
 
@@ -182,11 +183,11 @@ def _registered(scalars, model, features, labels, logits, dataset, params):
 
 def _supervised_step(model, images, labels, training, dataset, options,
                      loss):
-  """The supervised step, in the form of a `semi_supervised.Step`."""
+  """The supervised step, in the form of a `step.Step`."""
   with _xla_scope(options.jit_compile):
     logits = model(images, training=training)['logits']
     seg_loss = loss(logits, labels, dataset.ignore_label)
-  return semi_lib.Step(
+  return step_lib.Step(
       logits=logits, losses={'segmentation': seg_loss},
       # Keras layers built in a graph keep their batch-norm updates per input.
       update_ops=model.get_updates_for(images) + model.get_updates_for(None),
@@ -195,7 +196,7 @@ def _supervised_step(model, images, labels, training, dataset, options,
 
 def _train_spec(model, features, labels, step, params, config, dataset,
                 options, components):
-  """The TRAIN spec of a step (a `semi_supervised.Step`)."""
+  """The TRAIN spec of a step (a `step.Step`)."""
   model_dir = config.model_dir
   warm_start.check_resume_compatible(model, model_dir)
   decay = options.moving_average_decay

@@ -30,7 +30,7 @@ class Registered:
     host_checks: callables run on the host every step with (dict of scalar
       name to value, step, whether this step writes its scalars), under
       the summary writer; each returns an op (e.g.
-      `semi_warnings.SemiSupervisedWarnings`).
+      `semi_supervised.host_checks.SemiSupervisedWarnings`).
   """
 
   scalars: Dict[str, tf.Tensor]

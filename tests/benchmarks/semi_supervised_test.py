@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from benchmarks import semi_supervised
 from official_seg import validation
-from official_seg.data import synthetic
+from official_seg.datasets import synthetic
 from tests import testing_utils
 
 _ARMS = ('labeled_only', 'fixmatch')

@@ -10,7 +10,8 @@ import tensorflow as tf
 _FUZZ = '''
 import numpy as np
 import tensorflow as tf
-from official_seg.data import synthetic, tfexample
+from official_seg.data import tfexample
+from official_seg.datasets import synthetic
 
 decoder = tfexample.Decoder()
 decode = tf.function(decoder.decode)

@@ -9,11 +9,11 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
-from official_seg.data import synthetic
 from official_seg.data import tfexample
-from official_seg.data import views
+from official_seg.datasets import synthetic
 from official_seg.runtime import estimator
 from official_seg.runtime import gin_config
+from official_seg.semi_supervised import views
 from tests import testing_utils
 
 

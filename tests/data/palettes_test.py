@@ -5,12 +5,11 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_seg.data import colour_masks
 from official_seg.data import palettes
 from official_seg.runtime import gin_config
 
 # The PASCAL VOC 2012 devkit's colours of its 21 classes (VOClabelcolormap.m).
-_VOC_COLOURS = (
+VOC_COLOURS = (
     (0, 0, 0), (128, 0, 0), (0, 128, 0), (128, 128, 0), (0, 0, 128),
     (128, 0, 128), (0, 128, 128), (128, 128, 128), (64, 0, 0), (192, 0, 0),
     (64, 128, 0), (192, 128, 0), (64, 0, 128), (192, 0, 128), (64, 128, 128),
@@ -37,7 +36,7 @@ class ShippedPaletteTest(tf.test.TestCase, parameterized.TestCase):
     palette = palettes.pascal_voc_palette()
     self.assertEqual(palette.dtype, np.uint8)
     self.assertEqual(palette.shape, (256, 3))
-    self.assertAllEqual(palette[:21], _VOC_COLOURS)
+    self.assertAllEqual(palette[:21], VOC_COLOURS)
 
   def test_cityscapes_train_id_colours(self):
     palette = palettes.get_palette('cityscapes')
@@ -78,7 +77,7 @@ class ShippedPaletteTest(tf.test.TestCase, parameterized.TestCase):
 class ResolveTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_none_is_the_pascal_voc_map(self):
-    self.assertAllEqual(palettes.resolve(None)[:21], _VOC_COLOURS)
+    self.assertAllEqual(palettes.resolve(None)[:21], VOC_COLOURS)
 
   @parameterized.parameters(*palettes.PALETTE_NAMES)
   def test_a_name_is_its_shipped_palette(self, name):
@@ -107,55 +106,6 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
   def test_an_unknown_name_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'Unknown palette'):
       palettes.resolve('mine')
-
-
-
-# cityscapesScripts' labels.py: the colours of the label ids whose train id is
-# 255, and the two of them that repeat a class's colour (polegroup is pole's
-# grey, license plate car's blue).
-_CITYSCAPES_VOID = {
-    'unlabeled': (0, 0, 0), 'dynamic': (111, 74, 0), 'ground': (81, 0, 81),
-    'parking': (250, 170, 160), 'rail track': (230, 150, 140),
-    'guard rail': (180, 165, 180), 'bridge': (150, 100, 100),
-    'tunnel': (150, 120, 90), 'caravan': (0, 0, 90), 'trailer': (0, 0, 110)}
-
-
-class MaskColoursTest(tf.test.TestCase):
-  """What the colours of the shipped datasets' colour masks stand for."""
-
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-
-  def _ids(self, name, rgb):
-    info = gin_config.read_dataset([f'datasets/{name}.gin'])
-    colours = palettes.mask_colours(name, info)
-    self.assertEqual(colours.class_names, info.class_names)
-    self.assertEqual(colours.palette, name)
-    return colour_masks.to_class_ids(np.array([rgb], np.uint8), colours, 'm')[0]
-
-  def test_pascal_voc_classes_and_border(self):
-    self.assertAllEqual(
-        self._ids('pascal_voc', list(_VOC_COLOURS) + [(224, 224, 192)]),
-        list(range(21)) + [255])
-    with self.assertRaisesRegex(ValueError, r'\(1, 2, 3\) in 1 pixels'):
-      self._ids('pascal_voc', [(1, 2, 3)])
-
-  def test_cityscapes_train_ids_and_void_colours(self):
-    train = palettes.get_palette('cityscapes')[:19].tolist()
-    self.assertAllEqual(self._ids('cityscapes', train), range(19))
-    self.assertAllEqual(
-        self._ids('cityscapes', list(_CITYSCAPES_VOID.values())), [255] * 10)
-    # polegroup and license plate read as pole (5) and car (13).
-    self.assertAllEqual(
-        self._ids('cityscapes', [(153, 153, 153), (0, 0, 142)]), [5, 13])
-
-  def test_ade20k_shared_grey_reads_as_road(self):
-    ade = palettes.get_palette('ade20k')[:151]
-    ids = self._ids('ade20k', ade.tolist())
-    expected = np.arange(151)
-    expected[49] = 7  # skyscraper's colour is road's.
-    self.assertAllEqual(ids, expected)
 
 
 class PicturesTest(tf.test.TestCase):

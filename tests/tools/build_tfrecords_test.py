@@ -12,7 +12,7 @@ from official_seg.data import split_metadata
 from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests import tool_testing
-from tests.data import convert_test
+from tests.datasets import convert_test
 
 _ROOT = testing_utils.REPO
 _TOOL = os.path.join(_ROOT, 'tools', 'build_tfrecords.py')

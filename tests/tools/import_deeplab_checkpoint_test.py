@@ -13,13 +13,13 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
-from official_seg.modeling import deeplab_names
+from official_seg.deeplab import checkpoint_names
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from tests import deeplab_testing
 from tests import testing_utils
-from tests.modeling import deeplab_reference
+from tests.deeplab import deeplab_reference
 
 import_tool = deeplab_testing.import_tool
 our_outputs = deeplab_testing.our_outputs
@@ -221,7 +221,7 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
   def test_missing_variables_are_refused_by_name(self):
     # A DeepLabV3 checkpoint (no decoder) for a DeepLabV3+ model.
     with self.assertRaisesRegex(
-        deeplab_names.DeepLabImportError,
+        checkpoint_names.DeepLabImportError,
         r'25 variable\(s\) missing \[decoder/decoder_conv0_depthwise/'
         r'BatchNorm/beta.*decoder/feature_projection0/weights\]'):
       import_tool.import_checkpoint(

@@ -15,7 +15,7 @@ from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from tests import deeplab_testing
 from tests import testing_utils
-from tests.modeling import deeplab_mobilenet_test as mobilenet_test
+from tests.deeplab import mobilenet_v2_test as mobilenet_test
 from tests.training import warm_start_test
 
 _HEIGHT, _WIDTH = 41, 49

@@ -11,8 +11,8 @@ import tensorflow as tf
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import split_metadata
-from official_seg.data import subsets
 from official_seg.data import tfexample
+from official_seg.datasets import subsets
 from tests import testing_utils
 from tests import tool_testing
 
@@ -73,7 +73,7 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
 
   def test_a_missing_split_names_the_pattern_and_the_flags(self):
     # A bad --fraction stops the tool the same way, with the message of
-    # subsets.parse_fraction (tests/data/subsets_test.py).
+    # subsets.parse_fraction (tests/datasets/subsets_test.py).
     result = self._run(data_dir=self.data_dir, split='trian', num_classes=4,
                        count=2)
     self.assertEqual(result.status, 2)

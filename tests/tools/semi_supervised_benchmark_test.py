@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-from official_seg.data import synthetic
+from official_seg.datasets import synthetic
 from tests import testing_utils
 from tests import tool_testing
 

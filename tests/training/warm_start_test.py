@@ -12,8 +12,8 @@ import tensorflow as tf
 from official.vision.modeling import backbones
 from official.vision.modeling import decoders
 
-from official_seg.data import synthetic
 from official_seg.data import tfexample
+from official_seg.datasets import synthetic
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import model_fn as model_fn_lib

@@ -1,0 +1,1 @@
+"""Dataset tooling: conversion, colour masks, statistics, synthetic sets, subsets."""

@@ -1,0 +1,1 @@
+"""Semi-supervised training: unlabeled views, pseudo labels, the step."""

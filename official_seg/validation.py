@@ -166,7 +166,28 @@ def check(target, **values):
   run calls `problems` for every binding instead.
   """
   target = inspect.unwrap(target)  # gin wraps functions, not classes.
-  lines = problems(target, values,
-                   lambda p: f'{target.__qualname__}.{p}')
+  check_binding(target.__qualname__, target, values)
+
+
+def one_of(choices):
+  """An `Expect` of a value among `choices` (hashable values)."""
+  choices = tuple(choices)
+  return Expect(lambda v: isinstance(v, str) == isinstance(choices[0], str)
+                and v in choices, f'one of {", ".join(map(repr, choices))}')
+
+
+def check_binding(binding, target, values):
+  """`check`, naming each parameter as `<binding>.<parameter>`.
+
+  Args:
+    binding: str, how a gin file names the configurable, e.g.
+      'backbones.Xception'.
+    target: the function or class registered with `checked`.
+    values: dict of parameter to value.
+
+  Raises:
+    ConfigurationError: one line per rejected value.
+  """
+  lines = problems(target, values, lambda p: f'{binding}.{p}')
   if lines:
     raise ConfigurationError('\n'.join(lines))

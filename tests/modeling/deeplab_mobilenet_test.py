@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.modeling import deeplab_mobilenet
 from official_seg.runtime import gin_config
 from tests import deeplab_testing
@@ -72,8 +73,10 @@ class DeepLabMobileNetV2Test(tf.test.TestCase, parameterized.TestCase):
                      [(16, 8), (48, 12), (72, 12)])
 
   def test_unknown_output_stride_names_the_binding(self):
-    with self.assertRaisesRegex(ValueError,
-                                'DeepLabMobileNetV2.output_stride = 4'):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        'backbones.DeepLabMobileNetV2.output_stride = 4: expected one of 8, '
+        '16, 32'):
       deeplab_mobilenet.DeepLabMobileNetV2(output_stride=4)
 
 

@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.modeling import deeplab_mobilenet_v3
 from official_seg.modeling import deeplab_names
@@ -98,11 +99,14 @@ class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):
     self.assertDictEqual(ours, expected)
 
   def test_unknown_settings_name_the_binding(self):
-    with self.assertRaisesRegex(ValueError,
-                                'DeepLabMobileNetV3.output_stride = 8'):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        'backbones.DeepLabMobileNetV3.output_stride = 8: expected one of 16, '
+        '32'):
       deeplab_mobilenet_v3.DeepLabMobileNetV3(output_stride=8)
-    with self.assertRaisesRegex(ValueError,
-                                "DeepLabMobileNetV3.model_id = 'medium'"):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        "backbones.DeepLabMobileNetV3.model_id = 'medium'"):
       deeplab_mobilenet_v3.DeepLabMobileNetV3('medium')
 
 

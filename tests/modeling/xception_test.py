@@ -4,6 +4,7 @@ from absl.testing import parameterized
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.modeling import model as model_lib
 from official_seg.modeling import xception
 from official_seg.runtime import gin_config
@@ -33,9 +34,11 @@ class XceptionTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(outputs[level].shape, (1, size, size, 256))
 
   def test_unknown_choices_name_the_binding(self):
-    with self.assertRaisesRegex(ValueError, 'Xception.model_id'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.Xception.model_id'):
       xception.Xception('xception_50')
-    with self.assertRaisesRegex(ValueError, 'Xception.output_stride = 4'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.Xception.output_stride = 4'):
       xception.Xception(output_stride=4)
 
 

@@ -22,7 +22,7 @@ _TOP_FOLDERS = ('benchmarks', 'tools')
 # Lower ranks never import higher ones; equal ranks never import each other.
 RANKS = {'validation': -1, 'data': 0, 'modeling': 0, 'training': 1,
          'evaluation': 1, 'export': 2, 'runtime': 3, 'flags': 4,
-         'train_and_eval': 5}
+         'command_line': 4, 'train_and_eval': 5, 'commands': 6}
 # The flags every tool and the binary share, defined in official_seg/flags.py
 # alone: absl refuses a flag defined twice in one process.
 SHARED_FLAGS = ('gin_file', 'gin_param', 'data_dir')

@@ -88,6 +88,8 @@ def _usage(flag_values, doc):
 def run(main, flag_values, argv=None, doc=None):
   """Parses argv into a command's own flags, then `call`s `main`.
 
+  An argument that is not a flag is a mistake (status 2).
+
   A command keeps its flags in a `flags.FlagValues` of its own, so that
   commands defining flags of one name (--output_dir) live in one process;
   they start from their defaults at each call.
@@ -110,6 +112,8 @@ def run(main, flag_values, argv=None, doc=None):
     rest = flag_values(argv)
   except flags.Error as error:
     return _invalid(str(error))
+  if len(rest) > 1:  # Commands take flags only.
+    return _invalid(f'Unexpected arguments: {rest[1:]}')
   return call(main, rest)
 
 

@@ -103,15 +103,16 @@ class RunTest(tf.test.TestCase):
                      ['prog', *args], doc='Counts things.')
 
   def test_flags_are_parsed_and_start_from_their_defaults_each_call(self):
-    self.assertEqual(self._run('--count=7', '--name=a', 'rest')[0], 0)
+    self.assertEqual(self._run('--count=7', '--name=a')[0], 0)
     self.assertEqual(self._run('--name=b')[0], 0)
-    self.assertEqual(self.seen, [(['prog', 'rest'], 7, 'a'),
-                                 (['prog'], 4, 'b')])
+    self.assertEqual(self.seen, [(['prog'], 7, 'a'), (['prog'], 4, 'b')])
 
   def test_a_flag_mistake_is_status_2_before_main(self):
     for args, expected in ((['--name=a', '--count=x'], '--count'),
                            (['--name=a', '--colour=red'], 'colour'),
-                           ([], '--name')):
+                           ([], '--name'),
+                           (['--name=a', 'extra'],
+                            "Unexpected arguments: ['extra']")):
       status, _, stderr = self._run(*args)
       self.assertEqual(status, 2, stderr)
       self.assertStartsWith(stderr, 'Invalid configuration:\n')

@@ -47,7 +47,7 @@ class XceptionNamesTest(tf.test.TestCase):
   # gin/backbones/xception_65.gin (output stride 16) trains a step of the
   # model_fn's graph in tests/modeling/backbones_test.py, and output
   # strides 8 and 16 are matched against DeepLab's graph in
-  # tests/tools/import_deeplab_checkpoint_test.py.
+  # tests/commands/import_deeplab_checkpoint_test.py.
   def test_variable_names_in_the_estimators_graph(self):
     gin.clear_config()
     gin_config.parse(['backbones/xception_65.gin', 'datasets/synthetic.gin'],

@@ -19,16 +19,16 @@ $(BIN)/train_and_eval: requirements.lock setup.py pyproject.toml
 	touch $@
 
 $(DATA)/val-00000-of-00004.tfrecord: | $(BIN)/train_and_eval
-	$(BIN)/python tools/make_synthetic_dataset.py --output_dir=$(DATA)
+	$(BIN)/make_synthetic_dataset --output_dir=$(DATA)
 
 demo: $(BIN)/train_and_eval $(DATA)/val-00000-of-00004.tfrecord
 	rm -rf $(MODEL_DIR)
 	$(BIN)/train_and_eval --gin_file=gin/experiments/quickstart.gin \
 	  --model_dir=$(MODEL_DIR)
-	$(BIN)/python tools/write_examples.py \
+	$(BIN)/write_examples \
 	  --input=$(DATA)/val-00000-of-00004.tfrecord --output_dir=$(VIS)/inputs \
 	  --count=4
-	$(BIN)/python tools/predict.py --model_dir=$(MODEL_DIR) \
+	$(BIN)/predict_images --model_dir=$(MODEL_DIR) \
 	  --input=$(VIS)/inputs/images --label_dir=$(VIS)/inputs/labels \
 	  --output_dir=$(VIS)
 

@@ -5,6 +5,10 @@ import os
 
 import setuptools
 
+# The modules of official_seg/commands/, each installed as a command.
+COMMANDS = sorted(os.path.basename(path)[:-len('.py')]
+                  for path in glob.glob('official_seg/commands/*.py')
+                  if not path.endswith('__init__.py'))
 _GIN_FILES = sorted(os.path.relpath(path, 'gin')
                     for path in glob.glob('gin/**/*.gin', recursive=True))
 
@@ -34,7 +38,10 @@ setuptools.setup(
     # TensorBoard's Profile tab, for traces of profile_hooks.profile_steps
     # (docs/tensorboard.md).
     extras_require={'profile': ['tensorboard-plugin-profile==2.15.1']},
+    # The binary, and each command as its module's name: `<name>` once
+    # installed, `python -m official_seg.commands.<name>` without.
     entry_points={
-        'console_scripts': ['train_and_eval=official_seg.train_and_eval:run'],
+        'console_scripts': ['train_and_eval=official_seg.train_and_eval:run'] + [
+            f'{name}=official_seg.commands.{name}:main' for name in COMMANDS],
     },
 )

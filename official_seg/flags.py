@@ -1,53 +1,72 @@
-"""The flags the binary and tools/ share: gin files, gin bindings, data folder.
+"""The flags the binary and commands share: gin files, gin bindings, data folder.
 
-Defined once, here, when this module is first imported: absl refuses a flag
-defined twice in one process, and a test process may load the binary and
-several tools. Only the binary, tools/ and benchmark entry points import it;
-library code takes these settings as arguments.
+Defined here alone: in the global flags when this module is first imported
+(the binary's and tools/'), and in a command's own `flags.FlagValues` by
+`define_gin_flags`. Only the binary, commands, tools/ and benchmark entry
+points import it; library code takes these settings as arguments.
 
-  from official_seg import flags as seg_flags
-  flags.adopt_module_key_flags(seg_flags)  # Lists them in the tool's --help.
+  FLAGS = flags.FlagValues()
+  seg_flags.define_gin_flags(FLAGS)
   ...
-  seg_flags.parse_gin()
+  seg_flags.parse_gin(flag_values=FLAGS)
 """
-
-import contextlib
-import sys
 
 from absl import app
 from absl import flags
 
-from official_seg import validation
 from official_seg.data import storage
 from official_seg.runtime import gin_config
 
-GIN_FILE = flags.DEFINE_multi_string(
-    'gin_file', None, 'gin file to parse, repeatable; later files win. '
-    'Shipped files may be named relative to the package gin/ folder.')
-GIN_PARAM = flags.DEFINE_multi_string(
-    'gin_param', [], 'gin binding, repeatable, e.g. "TRAIN_STEPS=300"; '
-    'applied after every gin file.')
-DATA_DIR = flags.DEFINE_string(
-    'data_dir', None, 'Folder of the TFRecord shards; binds the DATA_DIR '
-    'macro after every --gin_param.')
+def define_gin_flags(flag_values):
+  """Defines --gin_file, --gin_param and --data_dir in `flag_values`.
+
+  Args:
+    flag_values: a `flags.FlagValues`: the global one (the binary's), or a
+      command's own.
+
+  Returns:
+    Their `flags.FlagHolder`s.
+  """
+  gin_file = flags.DEFINE_multi_string(
+      'gin_file', None, 'gin file to parse, repeatable; later files win. '
+      'Shipped files may be named relative to the package gin/ folder.',
+      flag_values=flag_values)
+  gin_param = flags.DEFINE_multi_string(
+      'gin_param', [], 'gin binding, repeatable, e.g. "TRAIN_STEPS=300"; '
+      'applied after every gin file.', flag_values=flag_values)
+  data_dir = flags.DEFINE_string(
+      'data_dir', None, 'Folder of the TFRecord shards; binds the DATA_DIR '
+      'macro after every --gin_param.', flag_values=flag_values)
+  return gin_file, gin_param, data_dir
 
 
-def gin_params(extra=()):
+GIN_FILE, GIN_PARAM, DATA_DIR = define_gin_flags(flags.FLAGS)
+
+
+def _value(flag_values, name):
+  return (flag_values or flags.FLAGS)[name].value
+
+
+def gin_params(extra=(), flag_values=None):
   """The bindings to parse: --gin_param, then `extra`, then --data_dir's.
 
   Args:
-    extra: list of str, a tool's own bindings after the user's.
+    extra: list of str, a command's own bindings after the user's.
+    flag_values: the `flags.FlagValues` holding the flags; default the
+      global one.
 
   Returns:
     list of str; ends with `DATA_DIR = '<--data_dir>'` when it is given.
   """
-  params = list(GIN_PARAM.value) + list(extra)
-  if DATA_DIR.value:
-    params.append(f'DATA_DIR = {DATA_DIR.value!r}')
+  params = list(_value(flag_values, 'gin_param')) + list(extra)
+  data_dir = _value(flag_values, 'data_dir')
+  if data_dir:
+    params.append(f'DATA_DIR = {data_dir!r}')
   return params
 
 
-def parse_gin(gin_files=None, extra_params=(), finalize=True):
+def parse_gin(gin_files=None, extra_params=(), finalize=True,
+              flag_values=None):
   """Sets the object-store defaults, then parses gin with the flags.
 
   The defaults of `storage.GCS_PLUGIN_DEFAULTS` come first: a gs:// gin
@@ -57,19 +76,21 @@ def parse_gin(gin_files=None, extra_params=(), finalize=True):
     gin_files: list of str; default --gin_file.
     extra_params: list of str, see `gin_params`.
     finalize: bool, lock the config (see `gin_config.parse`).
+    flag_values: see `gin_params`.
 
   Raises:
     FileNotFoundError, ValueError, KeyError, SyntaxError: see
       `gin_config.parse`.
   """
   storage.set_gcs_plugin_defaults()
-  gin_files = GIN_FILE.value if gin_files is None else gin_files
-  gin_config.parse(list(gin_files or []), gin_params(extra_params),
-                   finalize=finalize)
+  if gin_files is None:
+    gin_files = _value(flag_values, 'gin_file')
+  gin_config.parse(list(gin_files or []),
+                   gin_params(extra_params, flag_values), finalize=finalize)
 
 
 def dataset_with(gin_files=None, num_classes=None, split=None,
-                 ignore_label=None):
+                 ignore_label=None, flag_values=None):
   """The `DatasetInfo` of the flags, for the dataset tools.
 
   Sets the object-store defaults, then reads `gin_config.dataset_with` of
@@ -78,24 +99,28 @@ def dataset_with(gin_files=None, num_classes=None, split=None,
 
   Args:
     gin_files: list of str, maybe empty; default --gin_file.
-    num_classes, split, ignore_label: a tool's own flags, see
+    num_classes, split, ignore_label: a command's own flags, see
       `gin_config.dataset_with`.
+    flag_values: see `gin_params`.
 
   Returns:
     See `gin_config.dataset_with`.
   """
   storage.set_gcs_plugin_defaults()
-  gin_files = GIN_FILE.value if gin_files is None else gin_files
+  if gin_files is None:
+    gin_files = _value(flag_values, 'gin_file')
   return gin_config.dataset_with(
-      list(gin_files or []), gin_params(), num_classes=num_classes,
-      data_dir=DATA_DIR.value, split=split, ignore_label=ignore_label)
+      list(gin_files or []), gin_params(flag_values=flag_values),
+      num_classes=num_classes, data_dir=_value(flag_values, 'data_dir'),
+      split=split, ignore_label=ignore_label)
 
 
-def check_run_tool_args(argv):
-  """Stops a tool that scores a run's model without the run's gin files.
+def check_run_tool_args(argv, flag_values=None):
+  """Stops a command that scores a run's model without the run's gin files.
 
   Args:
-    argv: the tool's main() arguments.
+    argv: the command's main() arguments.
+    flag_values: see `gin_params`.
 
   Raises:
     app.UsageError: arguments beyond the program, or no --gin_file (they
@@ -103,26 +128,6 @@ def check_run_tool_args(argv):
   """
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not GIN_FILE.value:
+  if not _value(flag_values, 'gin_file'):
     raise app.UsageError('Give the gin files of the run, e.g. '
                          '--gin_file=gin/experiments/quickstart.gin')
-
-
-@contextlib.contextmanager
-def mistakes_exit_2(program):
-  """Exits with status 2 and `<program>: <message>` on a ConfigurationError.
-
-  For a tool's main: a mistake in a flag, a path a flag names or a gin
-  binding is reported alone; any other error keeps its traceback.
-
-  Args:
-    program: str, the tool's name for the message.
-
-  Yields:
-    Nothing.
-  """
-  try:
-    yield
-  except validation.ConfigurationError as error:
-    print(f'{program}: {validation.message(error)}', file=sys.stderr)
-    sys.exit(2)

@@ -1,4 +1,4 @@
-"""The user's-mistake error and the value checks each configurable owns."""
+"""Our own errors (a user's mistake, a fault of the run) and the value checks each configurable owns."""
 
 import inspect
 import numbers
@@ -12,6 +12,53 @@ class ConfigurationError(ValueError):
   binary prints it alone and exits with status 2. Anything else raised is a
   bug and keeps its traceback.
   """
+
+
+class RunError(Exception):
+  """A fault met while running, not of a setting: corrupt data, a NaN loss,
+  a model dir that cannot be written, a checkpoint of another configuration.
+
+  Raised on purpose where we detect the fault; its message says what and
+  where, and what to do. The binary and commands print it alone as
+  `Error: <message>` and exit with status 1. Anything else is a bug.
+  """
+
+
+class Preempted(BaseException):
+  """A SIGTERM stopped the run (`runtime.preemption`); the message says what
+  was saved.
+
+  A BaseException, like KeyboardInterrupt: no `except Exception` on its way
+  out (TensorFlow's session wrappers have some) may swallow it.
+  """
+
+
+# The first data of our own tf.debugging.Assert checks: a failed assertion
+# carrying it is a fault we detected (`failed_check`); any other
+# InvalidArgumentError is a bug and keeps its traceback.
+CHECK_MARK = 'official_seg check:'
+
+
+def failed_check(error_message):
+  """The text of one of our own failed graph checks, or None.
+
+  Args:
+    error_message: str, a `tf.errors.InvalidArgumentError`'s message.
+
+  Returns:
+    e.g. 'Label map of example a.png has values 7 ...': the Assert's data
+    after `CHECK_MARK`; None when the error is not one of our checks.
+  """
+  for line in error_message.splitlines():
+    _, found, data = line.partition('assertion failed: ')
+    data = data.strip()
+    if not (found and data.startswith('[') and data.endswith(']')):
+      continue
+    # Each datum is printed in brackets, a tensor's inside its own too.
+    fields = data[1:-1].split('] [')
+    if fields[0] == CHECK_MARK:
+      return ' '.join(fields[1:])
+  return None
 
 
 def message(error):
@@ -36,6 +83,13 @@ class MissingFileError(ConfigurationError, FileNotFoundError):
   missing-file errors are a user's mistake (exit status 2): a
   FileNotFoundError of any other cause is a bug. It is a FileNotFoundError
   too, for callers that catch one.
+  """
+
+
+class OutputExistsError(ConfigurationError, FileExistsError):
+  """An output a command would write exists, and no flag allows replacing it.
+
+  A FileExistsError too, for callers that catch one.
   """
 
 
@@ -166,7 +220,28 @@ def check(target, **values):
   run calls `problems` for every binding instead.
   """
   target = inspect.unwrap(target)  # gin wraps functions, not classes.
-  lines = problems(target, values,
-                   lambda p: f'{target.__qualname__}.{p}')
+  check_binding(target.__qualname__, target, values)
+
+
+def one_of(choices):
+  """An `Expect` of a value among `choices` (hashable values)."""
+  choices = tuple(choices)
+  return Expect(lambda v: isinstance(v, str) == isinstance(choices[0], str)
+                and v in choices, f'one of {", ".join(map(repr, choices))}')
+
+
+def check_binding(binding, target, values):
+  """`check`, naming each parameter as `<binding>.<parameter>`.
+
+  Args:
+    binding: str, how a gin file names the configurable, e.g.
+      'backbones.Xception'.
+    target: the function or class registered with `checked`.
+    values: dict of parameter to value.
+
+  Raises:
+    ConfigurationError: one line per rejected value.
+  """
+  lines = problems(target, values, lambda p: f'{binding}.{p}')
   if lines:
     raise ConfigurationError('\n'.join(lines))

@@ -22,9 +22,9 @@ def pytest_configure(config):
 SLOWEST_FIRST = (
     'tests/modeling/quantized_test.py',
     'tests/modeling/backbones_test.py',
-    'tests/tools/import_deeplab_checkpoint_test.py',
+    'tests/commands/import_deeplab_checkpoint_test.py',
     'tests/runtime/object_store_test.py',
-    'tests/tools/launch_local_cluster_test.py',
+    'tests/commands/launch_local_cluster_test.py',
     'tests/reliability_test.py',
     'tests/runtime/gin_config_test.py',
     'tests/runtime/experiment_test.py',

@@ -1,20 +1,14 @@
-"""Shared helpers of the DeepLab import tests: the tool, random reference weights, our restored outputs."""
+"""Shared helpers of the DeepLab import tests: the command, random reference weights, our restored outputs."""
 
-import importlib.util
 import os
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
+# The command, whose import_checkpoint the DeepLab tests call.
+from official_seg.commands import import_deeplab_checkpoint as import_tool  # pylint: disable=unused-import
 from official_seg.modeling import model as model_lib
-from tests import testing_utils
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'import_deeplab_checkpoint.py')
-_SPEC = importlib.util.spec_from_file_location('import_tool', _TOOL)
-import_tool = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(import_tool)
-TOOL_PATH = _TOOL
 
 # Sessions that run a graph once or twice: Grappler's rewrites cost more
 # than they save, and the unrewritten graph computes the same values.

@@ -1,9 +1,10 @@
-"""Tests for official_seg/flags.py: the gin and data flags of the binary and tools."""
+"""Tests for official_seg/flags.py: the gin and data flags of the binary and commands."""
 
 import os
 from unittest import mock
 
 from absl import app
+from absl import flags
 from absl.testing import flagsaver
 import gin
 import tensorflow as tf
@@ -27,6 +28,19 @@ class SharedFlagsTest(tf.test.TestCase):
                         "DATA_DIR = '/from/flag'"])
     with flagsaver.flagsaver(gin_param=['TRAIN_STEPS = 3'], data_dir=None):
       self.assertEqual(seg_flags.gin_params(), ['TRAIN_STEPS = 3'])
+
+  def test_a_commands_own_flags_are_read_when_given(self):
+    own = flags.FlagValues()
+    seg_flags.define_gin_flags(own)
+    own(['command', '--gin_file=experiments/quickstart.gin',
+         '--gin_param=TRAIN_STEPS = 9', '--data_dir=/own'])
+    with flagsaver.flagsaver(gin_param=['TRAIN_STEPS = 3'], data_dir=None):
+      self.assertEqual(seg_flags.gin_params(flag_values=own),
+                       ['TRAIN_STEPS = 9', "DATA_DIR = '/own'"])
+      seg_flags.parse_gin(finalize=False, flag_values=own)
+      seg_flags.check_run_tool_args(['command'], own)
+    self.assertEqual(gin_config.binding('run.train_steps'), 9)
+    self.assertEqual(gin_config.macro_value('DATA_DIR'), '/own')
 
   def test_parse_gin_reads_the_flags_and_sets_the_store_defaults(self):
     kept = {'GCS_STAT_CACHE_MAX_AGE': '60'}

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import split_metadata
 from official_seg.runtime import config_checks
 from official_seg.runtime import experiment
@@ -125,7 +126,7 @@ _BACKGROUND_ONLY = ('NUM_CLASSES = 1', "CLASS_NAMES = ['background']")
 class InProcessFaultsTest(testing_utils.TinyDataTestCase):
   """Faults whose report is the library's: `experiment.run` in this process.
 
-  The binary maps these exceptions to its exit status and one line
+  `command_line` maps these exceptions to the exit status and one line
   (tests/train_and_eval_test.py and the process test above show that path).
   """
 
@@ -144,10 +145,10 @@ class InProcessFaultsTest(testing_utils.TinyDataTestCase):
   def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(self):
     testing_utils.copy_trained_tiny_model(self.model_dir, train_steps=3)
     # A zero stddev divides the images by zero: the loss is NaN from here on.
-    with self.assertRaises(tf.errors.InvalidArgumentError) as caught:
+    with self.assertRaises(validation.RunError) as caught:
       self._run(6, ['Parser.stddev_rgb = [0.0, 0.0, 0.0]'])
-    self.assertRegex(experiment.failed_check(caught.exception),
-                     r'(?s)NaN or Inf at global step.*\b3\b')
+    self.assertRegex(str(caught.exception),
+                     r'^(Loss is|Gradients are) NaN or Inf at global step 3\b')
     latest = tf.train.latest_checkpoint(self.model_dir)
     self.assertEqual(latest, os.path.join(self.model_dir, 'model.ckpt-3'))
     reader = tf.train.load_checkpoint(latest)
@@ -166,7 +167,7 @@ class InProcessFaultsTest(testing_utils.TinyDataTestCase):
 
   def test_corrupt_shard_is_named_or_skipped(self):
     shard = self._corrupt_first_train_shard()
-    with self.assertRaises(experiment.USER_ERRORS) as caught:
+    with self.assertRaises(validation.RunError) as caught:
       self._run(2)
     self.assertIn(f'Corrupt TFRecord shard(s): {shard}', str(caught.exception))
     self.assertIn('build_dataset.skip_corrupt = True', str(caught.exception))
@@ -189,7 +190,7 @@ class InProcessFaultsTest(testing_utils.TinyDataTestCase):
 
   def test_incompatible_checkpoint_in_model_dir_says_so(self):
     testing_utils.copy_trained_tiny_model(self.model_dir, train_steps=3)
-    with self.assertRaises(experiment.USER_ERRORS) as caught:
+    with self.assertRaises(validation.RunError) as caught:
       self._run(4, [
           'NUM_CLASSES = 5',
           "CLASS_NAMES = ['background', 'disk', 'box', 'triangle', 'star']"])

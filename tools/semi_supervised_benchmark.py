@@ -26,11 +26,12 @@ from absl import flags
 from benchmarks import report
 from benchmarks import semi_supervised
 # --gin_file (the experiment and its dataset), --gin_param, --data_dir.
+from official_seg import command_line
 from official_seg import flags as seg_flags
 
 flags.adopt_module_key_flags(seg_flags)
 flags.DEFINE_string('labeled_split', None, 'The labeled subset, e.g. '
-                    'train_1_16 (tools/make_labeled_subset.py).')
+                    'train_1_16 (make_labeled_subset).')
 flags.DEFINE_string('unlabeled_split', 'train', 'The unlabeled pool; the full '
                     'arm trains on its labels.')
 flags.DEFINE_list('arms', list(semi_supervised.ARMS),
@@ -55,14 +56,13 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
+  """Runs the benchmark; a used work folder or a changed gin file is a
+  ConfigurationError (status 2, see `command_line`)."""
+  return command_line.call(_main, argv)
+
+
+def _main(argv):
   del argv  # Unused.
-  with seg_flags.mistakes_exit_2('semi_supervised_benchmark'):
-    _main()
-
-
-def _main():
-  """main's work; a used work folder or a changed gin file is a
-  ConfigurationError."""
   spec = semi_supervised.Spec(
       gin_files=FLAGS.gin_file, gin_params=seg_flags.gin_params(),
       labeled_split=FLAGS.labeled_split,

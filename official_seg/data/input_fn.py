@@ -24,12 +24,12 @@ def list_shards(data_dir, split):
     raise validation.MissingFileError(
         f'No TFRecord shards match {pattern!r} (DATA_DIR={data_dir!r}, '
         f'split {split!r}). Set DATA_DIR with --gin_param="DATA_DIR=\'...\'" '
-        'or write the data with tools/make_synthetic_dataset.py or '
-        'tools/build_tfrecords.py.')
+        'or write the data with make_synthetic_dataset or '
+        'build_tfrecords.')
   return files
 
 
-class CorruptDataError(OSError):
+class CorruptDataError(validation.RunError, OSError):
   """Shards whose records fail their checksums; the message names them."""
 
 

@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 
+from official_seg import validation
+
 LAYOUTS = ('voc', 'cityscapes', 'ade20k', 'folders')
 # The shipped dataset gin file of each layout: class names, NUM_CLASSES,
 # IGNORE_LABEL and SPLIT_SIZES. A 'folders' dataset brings its own.
@@ -38,8 +40,9 @@ _FOLDER_IMAGE_EXTENSIONS = IMAGE_EXTENSIONS + ('.bmp',)
 Pair = collections.namedtuple('Pair', ['name', 'image', 'label'])
 
 
-class DatasetError(ValueError):
-  """Bad input data; the message names the file at fault and what to do."""
+class DatasetError(validation.ConfigurationError):
+  """Input data that contradicts its settings; the message names the file at
+  fault and what to do (exit status 2)."""
 
 
 def label_lookup(num_classes, ignore_label, source_ids=None):

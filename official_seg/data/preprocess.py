@@ -204,7 +204,7 @@ class Parser:
     bad = tf.logical_and(label >= self._num_classes,
                          tf.not_equal(label, self._ignore_label))
     check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [
-        'Label map of example', filename, 'has values',
+        validation.CHECK_MARK, 'Label map of example', filename, 'has values',
         tf.unique(tf.boolean_mask(label, bad))[0],
         'that are neither a class (0 to', self._num_classes - 1,
         ') nor the ignore label', self._ignore_label,

@@ -5,6 +5,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import example_proto
 
@@ -140,7 +141,8 @@ def decode_rgb(encoded):
 
 def _assert_with_filename(condition, filename, message):
   """An Assert whose message names the example, as errors here must."""
-  return tf.debugging.Assert(condition, [message, 'in example', filename])
+  return tf.debugging.Assert(
+      condition, [validation.CHECK_MARK, message, 'in example', filename])
 
 
 class Decoder:
@@ -225,7 +227,8 @@ class Decoder:
       label = tf.io.decode_png(label_bytes, channels=1)
     check = tf.debugging.Assert(
         tf.reduce_all(tf.equal(image_size, tf.shape(label)[:2])),
-        ['Image and label sizes differ in example', filename, 'image',
+        [validation.CHECK_MARK, 'Image and label sizes differ in example',
+         filename, 'image',
          image_size, 'label', tf.shape(label)[:2]])
     with tf.control_dependencies([check]):
       label = tf.identity(label)

@@ -217,7 +217,7 @@ def dataset_gin_text(colours, data_dir, splits):
   width = _crop_side(max(m['max_width'] for m in splits.values()))
   sizes = {name: m['num_images'] for name, m in splits.items()}
   lines = [
-      f'# Written by tools/build_tfrecords.py from {colours.source}.',
+      f'# Written by build_tfrecords from {colours.source}.',
       'import official_seg.data.dataset_info',
       '',
       f'NUM_CLASSES = {len(colours.class_names)}',

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import input_fn
 from official_seg.data import split_metadata
@@ -34,15 +35,16 @@ def parse_fraction(text):
   """Reads a fraction such as '1/16' or '0.125'.
 
   Raises:
-    ValueError: not a number in (0, 1]; the message names --fraction.
+    validation.ConfigurationError: not a number in (0, 1]; names --fraction.
   """
   try:
     value = fractions.Fraction(text.strip())
   except (ValueError, ZeroDivisionError):
     value = None
   if value is None or not 0 < value <= 1:
-    raise ValueError(f'--fraction={text!r} is not a fraction in (0, 1]; '
-                     'write it as 1/2, 1/4, 1/8, 1/16 or a decimal.')
+    raise validation.ConfigurationError(
+        f'--fraction={text!r} is not a fraction in (0, 1]; '
+        'write it as 1/2, 1/4, 1/8, 1/16 or a decimal.')
   return value
 
 
@@ -61,20 +63,23 @@ def subset_size(num_images, fraction=None, count=None):
     int in [1, num_images].
 
   Raises:
-    ValueError: both or neither given, or a size outside [1, num_images];
-      the message names --fraction or --count.
+    validation.ConfigurationError: both or neither given, or a size outside
+      [1, num_images]; the message names --fraction or --count.
   """
   if (fraction is None) == (count is None):
-    raise ValueError('Give exactly one of --fraction and --count.')
+    raise validation.ConfigurationError(
+        'Give exactly one of --fraction and --count.')
   if count is not None:
     if not 1 <= count <= num_images:
-      raise ValueError(f'--count={count} is outside 1-{num_images}, the '
-                       'images of the split.')
+      raise validation.ConfigurationError(
+          f'--count={count} is outside 1-{num_images}, the '
+          'images of the split.')
     return int(count)
   size = round(num_images * fraction)
   if size < 1:
-    raise ValueError(f'--fraction={fraction} of {num_images} images keeps '
-                     'none; use a larger fraction or --count.')
+    raise validation.ConfigurationError(
+        f'--fraction={fraction} of {num_images} images keeps '
+        'none; use a larger fraction or --count.')
   return size
 
 
@@ -203,15 +208,17 @@ def check_target(data_dir, split, name, overwrite):
   """Refuses to replace `split` itself, or shards of `name` unless `overwrite`.
 
   Raises:
-    ValueError: `name` is `split`; names --name.
-    FileExistsError: shards of `name` exist; names --name and --overwrite.
+    validation.ConfigurationError: `name` is `split`; names --name.
+    validation.OutputExistsError: shards of `name` exist; names --name and
+      --overwrite.
   """
   if name == split:
-    raise ValueError(f'--name={name!r} is the split read; the subset needs a '
-                     'name of its own.')
+    raise validation.ConfigurationError(
+        f'--name={name!r} is the split read; the subset needs a '
+        'name of its own.')
   existing = tf.io.gfile.glob(tfexample.shard_pattern(data_dir, name))
   if existing and not overwrite:
-    raise FileExistsError(
+    raise validation.OutputExistsError(
         f'{len(existing)} shards of split {name!r} already match '
         f'{tfexample.shard_pattern(data_dir, name)}; pass --overwrite to '
         'replace them, or choose another --name.')
@@ -236,8 +243,9 @@ def write_shards(data_dir, split, name, labels, indices, num_shards):
     int, records written.
   """
   if name == split:
-    raise ValueError(f'--name={name!r} is the split read; the subset needs a '
-                     'name of its own.')
+    raise validation.ConfigurationError(
+        f'--name={name!r} is the split read; the subset needs a '
+        'name of its own.')
   keep = set(labels.positions[np.asarray(indices)].tolist())
   tally = split_metadata.Tally()
   for row in np.sort(indices):

@@ -3,6 +3,7 @@
 import dataclasses
 import re
 
+from official_seg import validation
 from official_seg.deeplab import slim_layers
 
 # Checkpoint entries that are not weights of the network, by kind.
@@ -15,8 +16,9 @@ _UNUSED_KINDS = (
 )
 
 
-class DeepLabImportError(ValueError):
-  """A DeepLab checkpoint cannot fill the model; the message names why."""
+class DeepLabImportError(validation.ConfigurationError):
+  """A DeepLab checkpoint cannot fill the configured model; the message names
+  why (exit status 2)."""
 
 
 @dataclasses.dataclass

@@ -4,6 +4,7 @@ import gin
 import tensorflow as tf
 from official.vision.modeling.layers import nn_layers
 
+from official_seg import validation
 from official_seg.deeplab import slim_layers
 
 # slim's V2_DEF after its first convolution (32 channels, stride 2):
@@ -156,6 +157,8 @@ def _block_args(depth_multiplier, output_stride):
 
 
 @gin.configurable(module='backbones')
+@validation.checked(depth_multiplier=validation.POSITIVE_NUMBER,
+                    output_stride=validation.one_of((8, 16, 32)))
 @tf.keras.utils.register_keras_serializable(package='official_seg')
 class DeepLabMobileNetV2(slim_layers.SlimBackbone):
   """DeepLab's MobileNetV2 variant, returning Model Garden-style levels.
@@ -184,11 +187,12 @@ class DeepLabMobileNetV2(slim_layers.SlimBackbone):
       **kwargs: Keras Model's.
 
     Raises:
-      ValueError: an unknown output_stride.
+      validation.ConfigurationError: an unknown output_stride or a depth
+        multiplier that is not positive, naming the binding.
     """
-    if output_stride not in (8, 16, 32):
-      raise ValueError(f'DeepLabMobileNetV2.output_stride = '
-                       f'{output_stride!r}: use 8, 16 or 32.')
+    validation.check_binding(
+        'backbones.DeepLabMobileNetV2', DeepLabMobileNetV2,
+        dict(depth_multiplier=depth_multiplier, output_stride=output_stride))
     inputs = slim_layers.backbone_input(input_specs)
     x = slim_layers.ConvBN('Conv', depths(depth_multiplier)[0], 3, strides=2,
                            activation='relu6', norm_momentum=0.997,

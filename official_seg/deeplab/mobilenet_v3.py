@@ -4,7 +4,9 @@ import gin
 import tensorflow as tf
 from official.vision.modeling.layers import nn_layers
 
+from official_seg import validation
 from official_seg.deeplab import mobilenet_v2
+from official_seg.deeplab import mobilenet_v2 as mobilenet_v2_lib
 from official_seg.deeplab import slim_layers
 
 _RELU, _HSWISH = 'relu', 'hard_swish'
@@ -83,6 +85,9 @@ def _block_args(model_id, depth_multiplier, output_stride):
 
 
 @gin.configurable(module='backbones')
+@validation.checked(model_id=validation.one_of(sorted(_BLOCKS)),
+                    depth_multiplier=validation.POSITIVE_NUMBER,
+                    output_stride=validation.one_of((16, 32)))
 @tf.keras.utils.register_keras_serializable(package='official_seg')
 class DeepLabMobileNetV3(slim_layers.SlimBackbone):
   """DeepLab's MobileNetV3 (mobilenet_v3_large_seg, mobilenet_v3_small_seg).
@@ -110,15 +115,14 @@ class DeepLabMobileNetV3(slim_layers.SlimBackbone):
       **kwargs: Keras Model's.
 
     Raises:
-      ValueError: an unknown model_id or output_stride (at 8 the decoder's
-        stride-8 level would be the output's).
+      validation.ConfigurationError: an unknown model_id, depth multiplier
+        or output_stride (at 8 the decoder's stride-8 level would be the
+        output's), naming the binding.
     """
-    if model_id not in _BLOCKS:
-      raise ValueError(f"DeepLabMobileNetV3.model_id = {model_id!r}: use "
-                       "'large' or 'small'.")
-    if output_stride not in (16, 32):
-      raise ValueError(f'DeepLabMobileNetV3.output_stride = '
-                       f'{output_stride!r}: use 16 or 32.')
+    validation.check_binding(
+        'backbones.DeepLabMobileNetV3', DeepLabMobileNetV3,
+        dict(model_id=model_id, depth_multiplier=depth_multiplier,
+             output_stride=output_stride))
     input_specs = input_specs or tf.keras.layers.InputSpec(
         shape=[None, None, None, 3])
     inputs = tf.keras.Input(shape=input_specs.shape[1:])

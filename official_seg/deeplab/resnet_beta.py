@@ -3,6 +3,7 @@
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.deeplab import slim_layers
 
 # Units of block1, block2 and block3 (base depths 64, 128, 256, a stride of
@@ -110,6 +111,12 @@ def _root(inputs, filter_scale, kernel_regularizer):
 
 
 @gin.configurable(module='backbones')
+@validation.checked(
+    model_id=validation.one_of(sorted(_UNITS)),
+    output_stride=validation.one_of((8, 16, 32)),
+    multi_grid=validation.Expect(
+        lambda v: isinstance(v, (list, tuple)) and len(v) == 3,
+        'three rates, one a unit of block4'))
 @tf.keras.utils.register_keras_serializable(package='official_seg')
 class ResNetBeta(slim_layers.SlimBackbone):
   """DeepLab's ResNet-v1 beta (50, 101), returning Model Garden-style levels.
@@ -139,10 +146,12 @@ class ResNetBeta(slim_layers.SlimBackbone):
       **kwargs: Keras Model's.
 
     Raises:
-      ValueError: an unknown model_id or output_stride, or a multi_grid
-        of another length.
+      validation.ConfigurationError: an unknown model_id or output_stride,
+        or a multi_grid of another length, naming the binding.
     """
-    _check(model_id, output_stride, multi_grid)
+    validation.check_binding('backbones.ResNetBeta', ResNetBeta, dict(
+        model_id=model_id, output_stride=output_stride,
+        multi_grid=multi_grid))
     inputs = slim_layers.backbone_input(input_specs)
     x = _root(inputs, filter_scale, kernel_regularizer)
     for scope, args in _unit_args(model_id, output_stride, multi_grid,
@@ -160,14 +169,3 @@ class ResNetBeta(slim_layers.SlimBackbone):
         **kwargs)
 
 
-def _check(model_id, output_stride, multi_grid):
-  """Raises ValueError naming the binding of a choice DeepLab lacks."""
-  if model_id not in _UNITS:
-    raise ValueError(f'ResNetBeta.model_id = {model_id!r}: use one of '
-                     f'{sorted(_UNITS)}.')
-  if output_stride not in (8, 16, 32):
-    raise ValueError(f'ResNetBeta.output_stride = {output_stride!r}: use 8, '
-                     '16 or 32.')
-  if len(multi_grid) != 3:
-    raise ValueError(f'ResNetBeta.multi_grid = {tuple(multi_grid)!r}: give '
-                     'three rates, one a unit of block4.')

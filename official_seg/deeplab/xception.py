@@ -3,6 +3,7 @@
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.deeplab import slim_layers
 
 # (block scope, depth list, skip connection, activation inside the separable
@@ -110,6 +111,8 @@ def _unit_args(blocks, output_stride, multi_grid, filter_scale):
 
 
 @gin.configurable(module='backbones')
+@validation.checked(model_id=validation.one_of(sorted(SPECS)),
+                    output_stride=validation.one_of((8, 16, 32)))
 @tf.keras.utils.register_keras_serializable(package='official_seg')
 class Xception(slim_layers.SlimBackbone):
   """DeepLab's aligned Xception, returning Model Garden-style levels.
@@ -139,14 +142,11 @@ class Xception(slim_layers.SlimBackbone):
       **kwargs: Keras Model's.
 
     Raises:
-      ValueError: an unknown model_id or output_stride.
+      validation.ConfigurationError: an unknown model_id or output_stride,
+        naming the binding.
     """
-    if model_id not in SPECS:
-      raise ValueError(f'Xception.model_id = {model_id!r}: use one of '
-                       f'{sorted(SPECS)}.')
-    if output_stride not in (8, 16, 32):
-      raise ValueError(f'Xception.output_stride = {output_stride!r}: use 8, '
-                       '16 or 32.')
+    validation.check_binding('backbones.Xception', Xception, dict(
+        model_id=model_id, output_stride=output_stride))
     blocks, decoder_unit = SPECS[model_id]
     inputs = slim_layers.backbone_input(input_specs)
     x = inputs

@@ -6,17 +6,18 @@ import re
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.evaluation import results
 
 _STEP = re.compile(r'-(\d+)$')
 
 
-class CheckpointTimeoutError(TimeoutError):
+class CheckpointTimeoutError(validation.RunError, TimeoutError):
   """No checkpoint came within a wait: a fault of the run, not a setting.
 
   Its message says which checkpoint and what to do; the binary prints it
-  alone and exits 1 (`experiment.USER_ERRORS`).
+  alone and exits 1.
   """
 
 

@@ -3,7 +3,6 @@
 import glob
 import json
 import os
-import re
 
 import tensorflow as tf
 
@@ -96,15 +95,18 @@ class Predictor:
       int32 [H, W] class ids at the image's size.
 
     Raises:
-      ValueError: the bytes are not a JPEG or PNG image; names `name`.
+      validation.ConfigurationError: the exported model's own check refuses
+        the image (not a JPEG or PNG image, larger than a quantized model
+        serves); names `name`. Any other failure keeps its traceback.
     """
     try:
       outputs = self._serve(**{signatures.INPUT_KEY: tf.constant([encoded])})
     except tf.errors.InvalidArgumentError as error:
       # The receiver's check says what is wrong inside TF's graph trace.
-      found = re.search(r'assertion failed: \[(.*)\]', error.message)
-      detail = found.group(1) if found else error.message.strip()
-      raise ValueError(f'{name}: {detail}') from None
+      detail = validation.failed_check(error.message)
+      if detail is None:
+        raise
+      raise validation.ConfigurationError(f'{name}: {detail}') from error
     height, width = int(outputs['height'][0]), int(outputs['width'][0])
     return outputs['semantic'][0, :height, :width].numpy()
 

@@ -47,7 +47,7 @@ def _decode_one(encoded, index, parser):
   # decode_image's own error does not say which input of the batch failed.
   check = tf.debugging.Assert(
       tf.logical_or(tf.io.is_jpeg(encoded), tfexample.is_png(encoded)),
-      [tf.strings.format(
+      [validation.CHECK_MARK, tf.strings.format(
           'input {} of the batch ({} bytes) is not a JPEG or PNG image; '
           'send encoded JPEG or PNG bytes, or use the image_tensor signature '
           'for decoded pixels.', [index, tf.strings.length(encoded)])])
@@ -112,7 +112,7 @@ def _padded_to_crop(images, sizes, crop_size):
   height, width = crop_size
   check = tf.debugging.Assert(
       tf.reduce_all(tf.shape(images)[1:3] <= crop_size),
-      [tf.strings.format(
+      [validation.CHECK_MARK, tf.strings.format(
           'a quantization-aware model serves images of at most '
           'EVAL_CROP_SIZE = {} (after the eval parser\'s resize); got sizes '
           '{}.', [tf.constant(crop_size), sizes])])

@@ -5,6 +5,7 @@ import os
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import storage
 from official_seg.export import saved_model
 from official_seg.export import tflite_qat
@@ -27,7 +28,7 @@ def tflite_path(model_dir, kind):
                       f'model_{kind}.tflite')
 
 
-class KindError(ValueError):
+class KindError(validation.ConfigurationError):
   """`tflite_export.kinds` asks for what cannot be exported; names it."""
 
 

@@ -25,6 +25,9 @@ _SCOPE = {'L2': tf.keras.regularizers.l2}
 # float32.
 _TAG_BASE = 10000.25
 _UNQUANTIZABLE_FUSIONS = ('pyramid_fusion', 'panoptic_fpn_fusion')
+# MobileNet variants whose depthwise separable blocks the QAT factory has no
+# quantized form of.
+_UNQUANTIZABLE_MOBILENETS = ('MobileNetV1',)
 # Template per float model configuration, for the process's lifetime.
 _TEMPLATES = {}
 
@@ -97,6 +100,12 @@ def check_quantizable(float_model):
         f'build_model.backbone builds a {type(float_model.backbone).__name__}'
         '; quantization-aware training (ModelFnOptions.quantize_delay_step) '
         "supports Model Garden's QAT backbones only: @backbones.MobileNet.")
+  model_id = float_model.backbone.get_config()['model_id']
+  if model_id in _UNQUANTIZABLE_MOBILENETS:
+    raise QuantizationError(
+        f'backbones.MobileNet.model_id = {model_id!r}: its blocks have no '
+        'quantized form in tensorflow-model-optimization; use e.g. '
+        "'MobileNetV2' or 'MobileNetV3Small'.")
   decoder = float_model.decoder
   if decoder is not None and not (
       isinstance(decoder, decoders.ASPP)
@@ -190,17 +199,10 @@ def _quantized(float_model, input_size):
     weight.assign(tf.fill(weight.shape, _TAG_BASE + index))
   spec = tf.keras.layers.InputSpec(shape=[None, *input_size, 3])
   _, common, factory = _model_optimization()
-  try:
-    quantized = factory.build_qat_segmentation_model(
-        float_model, common.Quantization(), spec)
-  # tensorflow-model-optimization raises RuntimeError for a layer it has no
-  # quantized form of (MobileNetV1's depthwise separable blocks).
-  except (ValueError, KeyError, TypeError, NotImplementedError,
-          RuntimeError) as error:
-    raise QuantizationError(
-        "Model Garden's QAT factory cannot quantize the model of "
-        f'build_model.backbone/decoder/head: {type(error).__name__}: '
-        f'{error}'.split('\n')[0]) from error
+  # What `check_quantizable` lets through, the factory is expected to take:
+  # an error of its own here is a bug and keeps its traceback.
+  quantized = factory.build_qat_segmentation_model(
+      float_model, common.Quantization(), spec)
   return Template(quantized.get_config(),
                   _sources(float_model.weights, quantized.weights))
 

@@ -1,7 +1,6 @@
 """Runs an experiment: train, eval, continuous_eval or train_and_evaluate."""
 
 import functools
-import re
 
 import gin
 import gin.tf
@@ -25,36 +24,9 @@ from official_seg.runtime import preemption
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import averaging
 from official_seg.training import hooks as training_hooks
-from official_seg.training import warm_start
-
-# Faults of the data or the model dir met while running, not of a setting
-# (those raise validation.ConfigurationError): our own errors, raised on
-# purpose, whose message says what is wrong and what to do; the binary
-# prints it alone, exit 1. Only our own types: a FileNotFoundError or
-# TimeoutError of another cause is a bug and keeps its traceback.
-USER_ERRORS = (input_lib.CorruptDataError,
-               warm_start.IncompatibleCheckpointError,
-               continuous.CheckpointTimeoutError)
 
 MODES = ('train', 'eval', 'continuous_eval', 'train_and_eval', 'export',
          'export_tflite')
-
-
-def failed_check(error):
-  """The text of a failed data check (a tf.debugging.Assert), or None.
-
-  Args:
-    error: a `tf.errors.InvalidArgumentError` from a run.
-
-  Returns:
-    e.g. 'Label map of example a.png has values 7 ...', or None when the
-    error is not one of the pipeline's own checks.
-  """
-  for line in error.message.splitlines():
-    if 'assertion failed:' in line:
-      fields = re.findall(r'\[([^\[\]]*)\]', line.split('assertion failed:')[1])
-      return ' '.join(fields)
-  return None
 
 
 def _training_hooks(estimator):
@@ -242,6 +214,13 @@ def run(mode, model_dir, checkpoint_path=None, tpu_address=None,
     raise input_lib.explain_data_loss(
         error, dataset.data_dir,
         [dataset.train_split, dataset.eval_split]) from error
+  except tf.errors.InvalidArgumentError as error:
+    # Only our own graph checks (a label of no class, a NaN loss) are a
+    # fault of the run; any other failed op is a bug.
+    failed = validation.failed_check(error.message)
+    if failed is None:
+      raise
+    raise validation.RunError(failed) from error
 
 
 def _build(model_dir, tpu_address):
@@ -266,18 +245,15 @@ def _splits(dataset, mode):
 
 
 def _export_tflite(built, checkpoint_path):
-  """--mode=export_tflite; a kind it cannot export is a config error."""
+  """--mode=export_tflite of the built model (quantization-aware or float)."""
   options = built.options
   qat = None
   if options.quantize_delay_step is not None:
     qat = tflite_qat.QatSource(built.components.model,
                                built.components.inference,
                                options.moving_average_decay)
-  try:
-    tflite.tflite_export(_serving(built), built.eval_parser, qat,
-                         checkpoint_path=checkpoint_path)
-  except tflite.KindError as error:
-    raise validation.ConfigurationError(str(error)) from error
+  tflite.tflite_export(_serving(built), built.eval_parser, qat,
+                       checkpoint_path=checkpoint_path)
 
 
 def _run_mode(mode, built, checkpoint_path, train_steps, throttle_secs):

@@ -7,6 +7,8 @@ import threading
 
 import tensorflow as tf
 
+from official_seg import validation
+
 # Cluster managers announce a preemption with SIGTERM and kill the process
 # some seconds later. The handler here only sets a flag: a training step or an
 # evaluation batch in progress is left to finish, then
@@ -24,7 +26,7 @@ import tensorflow as tf
 # the hooks' `end()`, so neither the CheckpointSaverHook's final save (done
 # here already) nor the final evaluation of `train_and_evaluate` (which could
 # outlast the grace period) runs. The binary logs `Preempted` and exits with
-# `EXIT_STATUS`.
+# `command_line.PREEMPTED` (143).
 #
 # Written by hand: tf.estimator has no SIGTERM handling, and
 # `tf.distribute.experimental.PreemptionCheckpointHandler` wraps each step of
@@ -33,28 +35,17 @@ import tensorflow as tf
 # `MonitoredSession`, whose graph, variables and `Saver` that handler cannot
 # reach.
 
-# 128 + SIGTERM, the status a shell reports for a process SIGTERM ended:
-# wrappers that treat "terminated" as "preempted, restart me" keep working.
-EXIT_STATUS = 128 + signal.SIGTERM
-
 _requested = threading.Event()
 _state = {'deferring': False}
-
-
-class Preempted(BaseException):
-  """A SIGTERM stopped the run; the message says what was saved.
-
-  A BaseException, like KeyboardInterrupt: no `except Exception` on its way
-  out (TensorFlow's session wrappers have some) may swallow it.
-  """
 
 
 def _handle(signum, frame):
   del frame  # Unused.
   _requested.set()
   if not _state['deferring']:
-    raise Preempted(f'{signal.Signals(signum).name} outside any training or '
-                    'evaluation; nothing was in progress.')
+    raise validation.Preempted(
+        f'{signal.Signals(signum).name} outside any training or evaluation; '
+        'nothing was in progress.')
 
 
 def install():
@@ -81,7 +72,8 @@ def deferred():
   finally:
     _state['deferring'] = outer
   if requested():
-    raise Preempted('SIGTERM during an evaluation; its record is complete.')
+    raise validation.Preempted(
+        'SIGTERM during an evaluation; its record is complete.')
 
 
 class SaveOnPreemptionHook(tf.compat.v1.train.SessionRunHook):
@@ -108,12 +100,14 @@ class SaveOnPreemptionHook(tf.compat.v1.train.SessionRunHook):
     session = run_context.session
     step = int(session.run(self._global_step))
     if not self._save:
-      raise Preempted(f'SIGTERM at global step {step}; the chief saves.')
+      raise validation.Preempted(
+          f'SIGTERM at global step {step}; the chief saves.')
     # The Estimator's saver: its keep_checkpoint_max and relative paths.
     saver = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)[0]
     path = saver.save(session, self._prefix, global_step=step)
     tf.compat.v1.logging.info('Preempted: saved %s.', path)
-    raise Preempted(f'SIGTERM at global step {step}; saved checkpoint {path}.')
+    raise validation.Preempted(
+        f'SIGTERM at global step {step}; saved checkpoint {path}.')
 
 
 class AbandonOnPreemptionHook(tf.compat.v1.train.SessionRunHook):
@@ -122,5 +116,5 @@ class AbandonOnPreemptionHook(tf.compat.v1.train.SessionRunHook):
   def after_run(self, run_context, run_values):
     del run_context, run_values  # Unused.
     if requested():
-      raise Preempted('SIGTERM during an evaluation; it was abandoned and '
-                      'nothing of it recorded.')
+      raise validation.Preempted('SIGTERM during an evaluation; it was '
+                                 'abandoned and nothing of it recorded.')

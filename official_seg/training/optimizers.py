@@ -219,7 +219,8 @@ def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
   global_step = tf.compat.v1.train.get_or_create_global_step()
   finite = tf.debugging.Assert(
       tf.math.is_finite(loss),
-      ['Loss is NaN or Inf at global step', global_step, 'loss', loss])
+      [validation.CHECK_MARK, 'Loss is NaN or Inf at global step', global_step,
+       'loss', loss])
   with tf.control_dependencies([finite]):
     grads_and_vars = optimizer.compute_gradients(loss, var_list=variables)
   grads_and_vars = scale_gradients(grads_and_vars, multipliers)
@@ -231,7 +232,8 @@ def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
   grads_finite = tf.debugging.Assert(
       tf.math.is_finite(tf.linalg.global_norm(
           [grad for grad, _ in grads_and_vars if grad is not None])),
-      ['Gradients are NaN or Inf at global step', global_step])
+      [validation.CHECK_MARK, 'Gradients are NaN or Inf at global step',
+       global_step])
   _run_after([finite, grads_finite], update_ops)
   with tf.control_dependencies(update_ops + [grads_finite]):
     step = optimizer.apply_gradients(grads_and_vars, global_step=global_step)

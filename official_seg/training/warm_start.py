@@ -26,7 +26,7 @@ _log = tf.compat.v1.logging
 # in `init_from_checkpoint`, which this module calls in the model_fn.
 
 
-class IncompatibleCheckpointError(ValueError):
+class IncompatibleCheckpointError(validation.RunError, ValueError):
   """The model dir's checkpoint was written by another configuration."""
 
 

@@ -5,7 +5,9 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.deeplab import mobilenet_v2
+from official_seg.deeplab import mobilenet_v2 as mobilenet_v2_lib
 from official_seg.runtime import gin_config
 from tests import deeplab_testing
 from tests.deeplab import deeplab_mobilenet_reference
@@ -72,9 +74,11 @@ class DeepLabMobileNetV2Test(tf.test.TestCase, parameterized.TestCase):
                      [(16, 8), (48, 12), (72, 12)])
 
   def test_unknown_output_stride_names_the_binding(self):
-    with self.assertRaisesRegex(ValueError,
-                                'DeepLabMobileNetV2.output_stride = 4'):
-      mobilenet_v2.DeepLabMobileNetV2(output_stride=4)
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        'backbones.DeepLabMobileNetV2.output_stride = 4: expected one of 8, '
+        '16, 32'):
+      mobilenet_v2_lib.DeepLabMobileNetV2(output_stride=4)
 
 
 class DeepLabMobileNetV2ImportTest(tf.test.TestCase, parameterized.TestCase):

@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.deeplab import checkpoint_names
 from official_seg.deeplab import mobilenet_v3
@@ -98,12 +99,15 @@ class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):
     self.assertDictEqual(ours, expected)
 
   def test_unknown_settings_name_the_binding(self):
-    with self.assertRaisesRegex(ValueError,
-                                'DeepLabMobileNetV3.output_stride = 8'):
-      mobilenet_v3.DeepLabMobileNetV3(output_stride=8)
-    with self.assertRaisesRegex(ValueError,
-                                "DeepLabMobileNetV3.model_id = 'medium'"):
-      mobilenet_v3.DeepLabMobileNetV3('medium')
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        'backbones.DeepLabMobileNetV3.output_stride = 8: expected one of 16, '
+        '32'):
+      deeplab_mobilenet_v3.DeepLabMobileNetV3(output_stride=8)
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        "backbones.DeepLabMobileNetV3.model_id = 'medium'"):
+      deeplab_mobilenet_v3.DeepLabMobileNetV3('medium')
 
 
 class DeepLabMobileNetV3ImportTest(tf.test.TestCase, parameterized.TestCase):

@@ -9,7 +9,9 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.deeplab import checkpoint_names
+from official_seg.deeplab import checkpoint_names as checkpoint_names_lib
 from official_seg.deeplab import resnet_beta
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
@@ -186,11 +188,14 @@ class ResNetBetaTest(tf.test.TestCase, parameterized.TestCase):
                      {'block4_unit_2': 2, 'block4_unit_3': 4})
 
   def test_unknown_choices_name_the_binding(self):
-    with self.assertRaisesRegex(ValueError, 'ResNetBeta.model_id'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.ResNetBeta.model_id'):
       resnet_beta.ResNetBeta('resnet_v1_50')
-    with self.assertRaisesRegex(ValueError, 'ResNetBeta.output_stride = 4'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.ResNetBeta.output_stride = 4'):
       resnet_beta.ResNetBeta(output_stride=4)
-    with self.assertRaisesRegex(ValueError, r'ResNetBeta.multi_grid = \(1, 2\)'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                r'ResNetBeta.multi_grid = \(1, 2\)'):
       resnet_beta.ResNetBeta(multi_grid=(1, 2))
 
 

@@ -5,6 +5,7 @@ import gin
 import tensorflow as tf
 
 from official_seg.deeplab import xception
+from official_seg import validation
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
 
@@ -33,9 +34,11 @@ class XceptionTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(outputs[level].shape, (1, size, size, 256))
 
   def test_unknown_choices_name_the_binding(self):
-    with self.assertRaisesRegex(ValueError, 'Xception.model_id'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.Xception.model_id'):
       xception.Xception('xception_50')
-    with self.assertRaisesRegex(ValueError, 'Xception.output_stride = 4'):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'backbones.Xception.output_stride = 4'):
       xception.Xception(output_stride=4)
 
 
@@ -44,7 +47,7 @@ class XceptionNamesTest(tf.test.TestCase):
   # gin/backbones/xception_65.gin (output stride 16) trains a step of the
   # model_fn's graph in tests/modeling/backbones_test.py, and output
   # strides 8 and 16 are matched against DeepLab's graph in
-  # tests/tools/import_deeplab_checkpoint_test.py.
+  # tests/commands/import_deeplab_checkpoint_test.py.
   def test_variable_names_in_the_estimators_graph(self):
     gin.clear_config()
     gin_config.parse(['backbones/xception_65.gin', 'datasets/synthetic.gin'],

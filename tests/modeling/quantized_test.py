@@ -409,8 +409,8 @@ class QuantizationErrorsTest(tf.test.TestCase):
         (['decoders.ASPP.output_tensor = False'],
          r'decoders.ASPP.output_tensor = True'),
         (["backbones.MobileNet.model_id = 'MobileNetV1'"],
-         r"QAT factory cannot quantize the model of build_model.backbone"
-         r".*RuntimeError: Layer depthwise_separable_conv_block")):
+         r"backbones.MobileNet.model_id = 'MobileNetV1': its blocks have "
+         r"no quantized form")):
       _parse('/nonexistent', ['deployment/qat.gin'], extra)
       with self.assertRaisesRegex(quantized.QuantizationError, expected):
         quantized.template(model_lib.build_model, 4, (33, 33))

@@ -150,14 +150,14 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
   @parameterized.parameters(FileNotFoundError, TimeoutError, ValueError)
   def test_an_error_of_a_bug_in_a_builder_is_not_a_mistake(self, kind):
     # The binary exits 2 only for ConfigurationError and prints only
-    # experiment.USER_ERRORS without a traceback; anything else is a bug.
+    # validation.RunError without a traceback; anything else is a bug.
     def broken(*args, **kwargs):
       raise kind('an injected bug inside library code')
     self.enter_context(mock.patch.object(estimator, 'make_parser', broken))
     error = self._stops([], [], {}, expected=kind)
     self.assertRegex(str(error), '^an injected bug inside library code')
     self.assertNotIsInstance(
-        error, (validation.ConfigurationError,) + experiment.USER_ERRORS)
+        error, (validation.ConfigurationError, validation.RunError))
 
   def test_model_dir_that_cannot_be_created_names_it(self):
     blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
@@ -177,7 +177,6 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 # whatever raised it.
 _INJECTED_BUG = """
 import sys
-from official_seg.runtime import estimator
 def broken(*args, **kwargs):
   raise FileNotFoundError('an injected bug inside library code')
 estimator.make_parser = broken
@@ -204,6 +203,16 @@ class BinaryTest(testing_utils.TinyDataTestCase):
     self.assertTrue(result.stderr.endswith(
         'Invalid configuration:\nTRAIN_STEPS (run.train_steps) = -5: '
         'expected a positive whole number.\n'), result.stderr[-3000:])
+    self.assertNotIn('Traceback', result.stderr)
+
+  def test_a_backbone_setting_it_rejects_exits_2_naming_the_binding(self):
+    result = self._run(['import official_seg.deeplab.xception',
+                        'build_model.backbone = @backbones.Xception',
+                        'backbones.Xception.output_stride = 4'])
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertTrue(result.stderr.endswith(
+        'Invalid configuration:\nbackbones.Xception.output_stride = 4: '
+        'expected one of 8, 16, 32.\n'), result.stderr[-3000:])
     self.assertNotIn('Traceback', result.stderr)
 
   def test_bug_in_a_builder_exits_1_with_its_traceback(self):

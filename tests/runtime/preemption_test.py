@@ -9,7 +9,7 @@ import time
 
 import tensorflow as tf
 
-from official_seg.runtime import preemption
+from official_seg import command_line
 from tests import testing_utils
 
 _TIMEOUT = testing_utils.BINARY_TIMEOUT_SECS
@@ -79,7 +79,7 @@ class PreemptionTest(tf.test.TestCase):
     trainer = _start(self.model_dir, bindings, 'train_and_eval')
     log, seconds = _terminate_after(trainer, r'loss = .*, step = 2\b')
 
-    self.assertEqual(trainer.returncode, preemption.EXIT_STATUS, log[-3000:])
+    self.assertEqual(trainer.returncode, command_line.PREEMPTED, log[-3000:])
     self.assertLess(seconds, _GRACE_SECS)
     match = _PREEMPTED.search(log)
     self.assertIsNotNone(match, log[-3000:])
@@ -96,7 +96,7 @@ class PreemptionTest(tf.test.TestCase):
     # nothing of it, or the whole record if the evaluation had just ended.
     evaluator = _start(self.model_dir, bindings, 'continuous_eval')
     log, seconds = _terminate_after(evaluator, r'Starting evaluation at')
-    self.assertEqual(evaluator.returncode, preemption.EXIT_STATUS, log[-3000:])
+    self.assertEqual(evaluator.returncode, command_line.PREEMPTED, log[-3000:])
     self.assertLess(seconds, _GRACE_SECS)
     self.assertIn('Preempted: SIGTERM during an evaluation', log)
     self.assertIn([r['global_step'] for r in _records(self.model_dir)],
@@ -119,7 +119,7 @@ class PreemptionTest(tf.test.TestCase):
     evaluator = _start(self.model_dir, self._bindings(10, 5),
                        'continuous_eval')
     log, seconds = _terminate_after(evaluator, r'Waiting for new checkpoint')
-    self.assertEqual(evaluator.returncode, preemption.EXIT_STATUS, log[-3000:])
+    self.assertEqual(evaluator.returncode, command_line.PREEMPTED, log[-3000:])
     self.assertLess(seconds, _GRACE_SECS)
     self.assertIn('Preempted: SIGTERM outside any training or evaluation',
                   log)

@@ -57,7 +57,7 @@ class SemiSupervisedBenchmarkTest(testing_utils.TinyDataTestCase):
     self.assertEqual(result.status, 2)
     self.assertEqual(
         result.stderr.strip().splitlines(),
-        [f'semi_supervised_benchmark: {used} is not empty; give the '
+        ['Invalid configuration:', f'{used} is not empty; give the '
          'benchmark a new work folder.'])
     self.assertEqual(sorted(os.listdir(self.work_dir)), ['labeled_only-seed0'])
 

@@ -3,8 +3,6 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 from absl.testing import parameterized
@@ -19,6 +17,8 @@ from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from tests import deeplab_testing
 from tests import testing_utils
+from tests.commands import command_testing
+from tests.deeplab import deeplab_reference
 from tests.deeplab import deeplab_reference
 
 import_tool = deeplab_testing.import_tool
@@ -242,17 +242,15 @@ class ImportDeepLabCheckpointTest(tf.test.TestCase, parameterized.TestCase):
       import_tool.import_checkpoint(self.deeplab_dir, _GIN_FILES, [],
                                     self.output_dir)
 
-  def test_the_binary_exits_2_naming_what_is_wrong(self):
-    result = subprocess.run(
-        [sys.executable, deeplab_testing.TOOL_PATH, f'--deeplab_checkpoint={self.deeplab_dir}',
-         '--gin_file=backbones/xception_65.gin',
-         '--gin_file=datasets/synthetic.gin',
-         f'--output_dir={self.output_dir}'],
-        cwd=testing_utils.REPO, capture_output=True, text=True, check=False,
-        timeout=testing_utils.BINARY_TIMEOUT_SECS)
+  def test_the_command_exits_2_naming_what_is_wrong(self):
+    result = command_testing.run_process(
+        import_tool, deeplab_checkpoint=self.deeplab_dir,
+        gin_file=['backbones/xception_65.gin', 'datasets/synthetic.gin'],
+        output_dir=self.output_dir)
     self.assertEqual(result.returncode, 2, result.stderr)
-    self.assertIn(f'--deeplab_checkpoint={self.deeplab_dir}: no checkpoint',
-                  result.stderr)
+    self.assertEqual(result.stderr.splitlines()[-2:], [
+        'Invalid configuration:', f'--deeplab_checkpoint={self.deeplab_dir}: '
+        'no checkpoint there (give the prefix, e.g. .../model.ckpt).'])
 
 
 if __name__ == '__main__':

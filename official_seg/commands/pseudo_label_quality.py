@@ -1,6 +1,6 @@
 """Per class, how right a SavedModel's thresholded pseudo labels are on a split.
 
-  python tools/pseudo_label_quality.py \
+  pseudo_label_quality \
     --saved_model=runs/quickstart/export/latest/1712345678 \
     --gin_file=gin/experiments/quickstart.gin --split=val \
     --thresholds=0.7,0.95
@@ -10,17 +10,18 @@ probability reaches a threshold) of the split's labelled images, at each
 image's decoded size; per threshold, a table of each class's labelled
 share, kept share, accuracy of its kept pixels, share of all kept pixels
 and precision, then the overall kept share and the kept pixels' pixel and
-class-balanced accuracy. --output_json also saves the figures.
+class-balanced accuracy. --output also saves the figures.
 """
 
 import json
 import os
+import sys
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.data import dataset_info
@@ -32,26 +33,23 @@ from official_seg.export import tflite_runner
 from official_seg.runtime import estimator
 from official_seg.semi_supervised import pseudo_label_quality as quality
 
+FLAGS = flags.FlagValues()
 # --gin_file (the run's: they name the dataset, and the eval preprocessing
 # of exports that do not record it), --gin_param and --data_dir.
-flags.adopt_module_key_flags(seg_flags)
+seg_flags.define_gin_flags(FLAGS)
 flags.DEFINE_string('saved_model', None, 'A SavedModel of train_and_eval '
                     '(<model_dir>/export/latest/<timestamp>/), or a model '
-                    'dir: its newest export.')
+                    'dir: its newest export.', flag_values=FLAGS)
 flags.DEFINE_string('split', None, 'The labelled split to pseudo-label; '
-                    'default the dataset\'s train split (TRAIN_SPLIT).')
+                    'default the dataset\'s train split (TRAIN_SPLIT).',
+                    flag_values=FLAGS)
 flags.DEFINE_list('thresholds', ['0.95'], 'Confidence thresholds, a comma '
-                  'list in [0, 1).')
-flags.DEFINE_integer('max_images', None, 'Use at most this many images.')
-flags.DEFINE_string('output_json', None, 'Also write the figures here.')
-flags.mark_flag_as_required('saved_model')
-FLAGS = flags.FLAGS
-
-
-def main(argv):
-  seg_flags.check_run_tool_args(argv)
-  with seg_flags.mistakes_exit_2('pseudo_label_quality'):
-    _measure()
+                  'list in [0, 1).', flag_values=FLAGS)
+flags.DEFINE_integer('max_images', None, 'Use at most this many images.',
+                     flag_values=FLAGS)
+flags.DEFINE_string('output', None, 'A JSON file to also write the figures to.',
+                    flag_values=FLAGS)
+flags.mark_flag_as_required('saved_model', flag_values=FLAGS)
 
 
 def _thresholds(values):
@@ -113,13 +111,15 @@ def probabilities_at_decoded_size(padded, original_size, resize_range):
   return np.asarray(cut[0], np.float32)
 
 
-def _measure():
-  """main's work; a path or setting it cannot use is a ConfigurationError."""
+def _main(argv):
+  """Measures the pseudo labels; a path or setting it cannot use is a
+  ConfigurationError."""
+  seg_flags.check_run_tool_args(argv, FLAGS)
   thresholds = _thresholds(FLAGS.thresholds)
   export_dir = _saved_model_dir(FLAGS.saved_model)
-  if FLAGS.output_json:
-    storage.check_output('--output_json', FLAGS.output_json, folder=False)
-  seg_flags.parse_gin(finalize=False)
+  if FLAGS.output:
+    storage.check_output('--output', FLAGS.output, folder=False)
+  seg_flags.parse_gin(finalize=False, flag_values=FLAGS)
   dataset = dataset_info.DatasetInfo()
   split = FLAGS.split or dataset.train_split
   model = predictor.Predictor(export_dir)
@@ -138,12 +138,17 @@ def _measure():
   print(f'{counts.num_images} images')
   for figures in found['thresholds']:
     print(quality.format_table(figures, dataset.class_names))
-  if FLAGS.output_json:
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)),
+  if FLAGS.output:
+    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)),
                 exist_ok=True)
-    with open(FLAGS.output_json, 'w') as f:
+    with open(FLAGS.output, 'w') as f:
       json.dump(found, f, indent=2)
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

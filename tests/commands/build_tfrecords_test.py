@@ -1,22 +1,20 @@
-"""tools/build_tfrecords.py: flags, summaries, bad data; one run a process."""
+"""build_tfrecords: flags, summaries, bad data; one run a process."""
 
 import os
-import subprocess
-import sys
 
 import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.commands import build_tfrecords
 from official_seg.data import split_metadata
 from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests import tool_testing
+from tests.commands import command_testing
+from tests.datasets import convert_test
 from tests.datasets import convert_test
 
-_ROOT = testing_utils.REPO
-_TOOL = os.path.join(_ROOT, 'tools', 'build_tfrecords.py')
-build_tfrecords = tool_testing.load('build_tfrecords')
 # Random images and labels saved as files, and a split's records decoded.
 _image = convert_test._image  # pylint: disable=protected-access
 _label = convert_test._label  # pylint: disable=protected-access
@@ -27,7 +25,7 @@ _save = convert_test._save  # pylint: disable=protected-access
 class ToolTest(tf.test.TestCase):
 
   def _run(self, **flags):
-    return tool_testing.run(build_tfrecords, layout='folders', **flags)
+    return command_testing.run(build_tfrecords, layout='folders', **flags)
 
   def test_converts_folders_and_reports_bad_data(self):
     root = self.create_tempdir().full_path
@@ -48,10 +46,10 @@ class ToolTest(tf.test.TestCase):
     _save(os.path.join(root, 'mask', 'q.png'), np.full((20, 26), 9, np.uint8))
     result = self._run(overwrite=True, **flags)
     self.assertEqual(result.status, 2)
-    errors = [line for line in result.stderr.splitlines()
-              if line.startswith('build_tfrecords:')]
-    self.assertLen(errors, 1, result.stderr)
-    self.assertIn(f'{root}/mask/q.png has values [9]', errors[0])
+    # After the progress bar of the split: the mistake alone.
+    reported = result.stderr.split('Invalid configuration:\n')[1]
+    self.assertLen(reported.splitlines(), 1, result.stderr)
+    self.assertIn(f'{root}/mask/q.png has values [9]', reported)
 
   def test_a_dataset_gin_of_macros_only(self):
     root = self.create_tempdir().full_path
@@ -78,12 +76,13 @@ class ToolTest(tf.test.TestCase):
   def test_folders_need_a_dataset_gin_or_num_classes(self):
     # A process: the exit status and stderr of a mistake in the flags.
     root = self.create_tempdir().full_path
-    result = subprocess.run(
-        [sys.executable, _TOOL, '--layout=folders', f'--image_dir={root}',
-         f'--label_dir={root}', f'--output_dir={root}/out'],
-        capture_output=True, text=True, cwd=_ROOT, check=False)
-    self.assertEqual(result.returncode, 2)
-    self.assertIn('--dataset_gin, --palette or --num_classes', result.stderr)
+    result = command_testing.run_process(
+        build_tfrecords, layout='folders', image_dir=root, label_dir=root,
+        output_dir=f'{root}/out')
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertEqual(result.stderr.splitlines()[-2:], [
+        'Invalid configuration:', '--layout=folders needs --dataset_gin, '
+        '--palette or --num_classes (and --ignore_label).'])
 
   def test_colour_masks_of_a_cvat_export_and_the_written_gin_file(self):
     root = self.create_tempdir().full_path

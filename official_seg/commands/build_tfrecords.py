@@ -1,10 +1,10 @@
 """Converts VOC, Cityscapes, ADE20K or folders of images and labels to shards.
 
-  python tools/build_tfrecords.py --layout=voc \
+  build_tfrecords --layout=voc \
     --input_dir=/data/VOCdevkit/VOC2012 --output_dir=data/pascal_voc
-  python tools/build_tfrecords.py --layout=folders --image_dir=imgs \
+  build_tfrecords --layout=folders --image_dir=imgs \
     --label_dir=masks --dataset_gin=my_dataset.gin --output_dir=data/mine
-  python tools/build_tfrecords.py --layout=folders --image_dir=imgs \
+  build_tfrecords --layout=folders --image_dir=imgs \
     --label_dir=colour_masks --palette=labelmap.txt --output_dir=data/mine
 
 Bad data or flags print one line naming the file or flag and exit with 2.
@@ -14,65 +14,73 @@ import os
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 # Only TensorFlow-free modules at the top: encoding workers re-import this
 # file as their main module, and importing TensorFlow there would cost each
 # of them seconds. main() imports the rest.
+from official_seg import command_line
 from official_seg import validation
 from official_seg.data import layouts
 
-flags.DEFINE_enum('layout', None, layouts.LAYOUTS, 'How the dataset is laid out.')
-flags.DEFINE_string('input_dir', None, 'Dataset root (voc, cityscapes, ade20k).')
-flags.DEFINE_string('output_dir', None, 'Where to write the shards.')
-flags.DEFINE_list('splits', None, 'Splits to write; default train,val.')
+FLAGS = flags.FlagValues()
+flags.DEFINE_enum('layout', None, layouts.LAYOUTS,
+                  'How the dataset is laid out.',
+                  flag_values=FLAGS)
+flags.DEFINE_string('input_dir', None,
+                    'Dataset root (voc, cityscapes, ade20k).',
+                    flag_values=FLAGS)
+flags.DEFINE_string('output_dir', None, 'Where to write the shards.',
+                    flag_values=FLAGS)
+flags.DEFINE_list('splits', None, 'Splits to write; default train,val.',
+                  flag_values=FLAGS)
 flags.DEFINE_integer('num_shards', 0, 'Shards per split; 0 picks shards of '
-                     'about 100 MB, at least 4.')
-flags.DEFINE_integer('num_workers', os.cpu_count(), 'Encoding processes.')
-flags.DEFINE_bool('overwrite', False, 'Replace existing shards of a split.')
-flags.DEFINE_string('image_dir', None, 'folders: the images.')
-flags.DEFINE_string('label_dir', None, 'folders: PNG labels, same stems.')
+                     'about 100 MB, at least 4.', flag_values=FLAGS)
+flags.DEFINE_integer('num_workers', os.cpu_count(), 'Encoding processes.',
+                     flag_values=FLAGS)
+flags.DEFINE_bool('overwrite', False, 'Replace existing shards of a split.',
+                  flag_values=FLAGS)
+flags.DEFINE_string('image_dir', None, 'folders: the images.',
+                    flag_values=FLAGS)
+flags.DEFINE_string('label_dir', None, 'folders: PNG labels, same stems.',
+                    flag_values=FLAGS)
 flags.DEFINE_string('split_list_dir', None,
-                    'folders: optional <split>.txt lists of stems.')
+                    'folders: optional <split>.txt lists of stems.',
+                    flag_values=FLAGS)
 flags.DEFINE_string('label_subdir', None,
                     'voc: label folder, e.g. SegmentationClassAug for '
                     'train_aug; default SegmentationClassRaw or '
-                    'SegmentationClass.')
+                    'SegmentationClass.', flag_values=FLAGS)
 flags.DEFINE_string('dataset_gin', None,
                     'Gin file setting the dataset macros (NUM_CLASSES, '
                     'CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, '
                     'EVAL_SPLIT) as gin/datasets/*.gin do; default the '
-                    'shipped file of the layout.')
+                    'shipped file of the layout.', flag_values=FLAGS)
 flags.DEFINE_integer('num_classes', None,
-                     'folders without --dataset_gin: number of classes.')
+                     'folders without --dataset_gin: number of classes.',
+                     flag_values=FLAGS)
 flags.DEFINE_integer('ignore_label', 255,
                      'folders without --dataset_gin, or a --palette file: '
-                     'the ignore label.')
+                     'the ignore label.', flag_values=FLAGS)
 flags.DEFINE_string(
     'palette', None,
     'Labels are colour masks (RGB or RGBA PNGs) with these colours: a shipped '
     'dataset\'s palette by name (pascal_voc, cityscapes, ade20k), a JSON file '
     '{"class name": [r, g, b], ...} or CVAT\'s labelmap.txt. The classes come '
     'from it, and <output_dir>/dataset.gin is written for them. Palette '
-    '(mode P) and grey PNGs still read as class ids.')
+    '(mode P) and grey PNGs still read as class ids.', flag_values=FLAGS)
 flags.DEFINE_bool('unknown_colours_to_ignore', False,
                   'With --palette: colours of no class become the ignore '
-                  'label instead of an error.')
-flags.mark_flags_as_required(['layout', 'output_dir'])
-FLAGS = flags.FLAGS
-
-
-class _BadInput(Exception):
-  """A flag or file at fault; the message names it."""
+                  'label instead of an error.', flag_values=FLAGS)
+flags.mark_flags_as_required(['layout', 'output_dir'], flag_values=FLAGS)
 
 
 def _palette_colours():
   """The `colour_masks.ColourMap` of --palette: a shipped name or a file.
 
   Raises:
-    _BadInput: neither a shipped palette nor a file, or --palette together
-      with flags it replaces.
+    validation.ConfigurationError: neither a shipped palette nor a file,
+      or --palette together with flags it replaces.
   """
   # pylint: disable=g-import-not-at-top
   from official_seg.datasets import colour_masks
@@ -81,7 +89,7 @@ def _palette_colours():
   from official_seg.runtime import gin_config
   # pylint: enable=g-import-not-at-top
   if FLAGS.dataset_gin or FLAGS.layout == 'cityscapes':
-    raise _BadInput(
+    raise validation.ConfigurationError(
         '--palette gives the classes, so it takes neither --dataset_gin nor '
         '--layout=cityscapes (whose labelIds PNGs need no palette).')
   name = FLAGS.palette
@@ -89,7 +97,7 @@ def _palette_colours():
     info = gin_config.read_dataset([f'datasets/{name}.gin'])
     return shipped_masks.mask_colours(name, info)
   if not os.path.isfile(name):
-    raise _BadInput(
+    raise validation.ConfigurationError(
         f'--palette={name}: neither a shipped palette '
         f'({", ".join(palettes.PALETTE_NAMES)}) nor a file (a .json of class '
         "colours, or CVAT's labelmap.txt).")
@@ -103,7 +111,7 @@ def _info(**facts):
   try:
     return dataset_info.DatasetInfo(**facts)
   except ValueError as e:
-    raise _BadInput(
+    raise validation.ConfigurationError(
         f'--num_classes, --ignore_label or --palette: {e}') from None
 
 
@@ -111,8 +119,9 @@ def dataset(colours=None):
   """The `DatasetInfo` of the palette, --dataset_gin, the layout's, or flags.
 
   Raises:
-    _BadInput: no such --dataset_gin; the folders layout without
-      --dataset_gin, --num_classes or --palette; facts DatasetInfo refuses.
+    validation.ConfigurationError: no such --dataset_gin; the folders layout
+      without --dataset_gin, --num_classes or --palette; facts DatasetInfo
+      refuses.
   """
   # pylint: disable-next=g-import-not-at-top
   from official_seg.runtime import gin_config
@@ -128,9 +137,11 @@ def dataset(colours=None):
     except validation.ConfigurationError as e:
       if not FLAGS.dataset_gin:
         raise  # The layout's shipped file: its message names it.
-      raise _BadInput(f'--dataset_gin={gin_file}: {e}') from None
+      raise validation.ConfigurationError(
+          f'--dataset_gin={gin_file}: {e}') from None
   if FLAGS.num_classes is None:
-    raise _BadInput('--layout=folders needs --dataset_gin, --palette or '
+    raise validation.ConfigurationError(
+        '--layout=folders needs --dataset_gin, --palette or '
                     '--num_classes (and --ignore_label).')
   return _info(num_classes=FLAGS.num_classes, ignore_label=FLAGS.ignore_label)
 
@@ -159,26 +170,25 @@ def convert_all(colours):
   return colours and convert.write_dataset_gin(colours, FLAGS.output_dir)
 
 
-def main(argv):
-  if argv[1:]:
-    print(f'build_tfrecords: unexpected arguments {argv[1:]}', file=sys.stderr)
-    return 2
+def _main(argv):
+  """Converts the splits; a flag, file or input it cannot use is a
+  ConfigurationError (`layouts.DatasetError` for the data)."""
+  del argv  # The program alone (command_line.run).
   # pylint: disable-next=g-import-not-at-top
   from official_seg.data import storage
-  try:
-    storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
-    colours = _palette_colours() if FLAGS.palette else None
-    gin_path = convert_all(colours)
-  except (_BadInput, layouts.DatasetError,
-          validation.ConfigurationError) as e:
-    print(f'build_tfrecords: {e}', file=sys.stderr)
-    return 2
+  storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
+  colours = _palette_colours() if FLAGS.palette else None
+  gin_path = convert_all(colours)
   if gin_path:
     print(f'Wrote {gin_path}; train with\n  train_and_eval '
           f'--gin_file=gin/experiments/quickstart.gin --gin_file={gin_path} '
           '--model_dir=/tmp/mine')
-  return 0
+
+
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
 
 
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

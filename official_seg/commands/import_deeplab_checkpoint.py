@@ -1,6 +1,6 @@
 """Imports a DeepLab (tf-slim) model-zoo checkpoint as a checkpoint of ours.
 
-  python tools/import_deeplab_checkpoint.py \
+  import_deeplab_checkpoint \
     --deeplab_checkpoint=deeplabv3_pascal_trainval/model.ckpt \
     --gin_file=gin/experiments/voc_xception65_zoo.gin \
     --output_dir=/tmp/xception65_voc
@@ -24,10 +24,10 @@ import json
 import os
 import sys
 
-from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.data import storage
@@ -36,27 +36,20 @@ from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
 
 
-def _define_flags():
-  """The tool's flags, defined only when it runs as a program.
-
-  Its test imports `import_checkpoint` into a pytest worker that may hold
-  other tools' flags too (predict's --output_dir): absl refuses a flag
-  defined twice in one process, and a required flag would bind every test.
-  """
-  flags.DEFINE_string('deeplab_checkpoint', None,
-                      'A DeepLab checkpoint prefix (e.g. .../model.ckpt) or '
-                      'a directory holding one.')
-  # --gin_file (the model's and its dataset's), --gin_param and --data_dir,
-  # shared with the binary and the other tools.
-  flags.adopt_module_key_flags(seg_flags)
-  flags.DEFINE_string('output_dir', None, 'Where our checkpoint is written.')
-  flags.DEFINE_bool('backbone_only', False,
-                    'Import the backbone only (ImageNet checkpoints).')
-  flags.mark_flags_as_required(
-      ['deeplab_checkpoint', 'gin_file', 'output_dir'])
-
-
-FLAGS = flags.FLAGS
+FLAGS = flags.FlagValues()
+flags.DEFINE_string('deeplab_checkpoint', None,
+                    'A DeepLab checkpoint prefix (e.g. .../model.ckpt) or '
+                    'a directory holding one.', flag_values=FLAGS)
+# --gin_file (the model's and its dataset's), --gin_param and --data_dir,
+# shared with the binary and the other tools.
+seg_flags.define_gin_flags(FLAGS)
+flags.DEFINE_string('output_dir', None, 'Where our checkpoint is written.',
+                    flag_values=FLAGS)
+flags.DEFINE_bool('backbone_only', False,
+                  'Import the backbone only (ImageNet checkpoints).',
+                  flag_values=FLAGS)
+flags.mark_flags_as_required(
+    ['deeplab_checkpoint', 'gin_file', 'output_dir'], flag_values=FLAGS)
 
 REPORT_NAME = 'import_report.json'
 # Variables do not depend on the image size; this one is cheap.
@@ -91,7 +84,8 @@ def import_checkpoint(deeplab_checkpoint, gin_files, gin_params, output_dir,
     validation.MissingFileError: no checkpoint at `deeplab_checkpoint`.
     validation.ConfigurationError: `output_dir` is a file or lies under
       one; a gin file or binding it cannot use.
-    checkpoint_names.DeepLabImportError: it cannot fill the model.
+    deeplab_names.DeepLabImportError: it cannot fill the model (a
+      ConfigurationError too).
   """
   storage.check_output('--output_dir', output_dir, folder=True)
   prefix, reader = _reader(deeplab_checkpoint)
@@ -120,17 +114,12 @@ def import_checkpoint(deeplab_checkpoint, gin_files, gin_params, output_dir,
   return ours, report
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  try:
-    ours, report = import_checkpoint(
-        FLAGS.deeplab_checkpoint, FLAGS.gin_file, seg_flags.gin_params(),
-        FLAGS.output_dir, FLAGS.backbone_only)
-  except (validation.ConfigurationError,
-          checkpoint_names.DeepLabImportError) as error:
-    print(f'import_deeplab_checkpoint: {error}', file=sys.stderr)
-    sys.exit(2)
+def _main(argv):
+  del argv  # The program alone (command_line.run).
+  ours, report = import_checkpoint(
+      FLAGS.deeplab_checkpoint, FLAGS.gin_file,
+      seg_flags.gin_params(flag_values=FLAGS), FLAGS.output_dir,
+      FLAGS.backbone_only)
   unused = {kind: len(names) for kind, names in report['unused'].items()}
   print(f'Wrote {ours}: {len(report["filled"])} variables filled, '
         f'{len(report["not_filled"])} left at initialisation, unused '
@@ -138,6 +127,10 @@ def main(argv):
         f'{os.path.join(FLAGS.output_dir, REPORT_NAME)}.')
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  _define_flags()
-  app.run(main)
+  sys.exit(main())

@@ -1,23 +1,21 @@
-"""tools/make_labeled_subset.py: shards, lists, errors; one run as a process."""
+"""make_labeled_subset: shards, lists, errors; one run as a process."""
 
 import os
-import subprocess
-import sys
+from unittest import mock
 
 import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.commands import make_labeled_subset
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.datasets import subsets
 from tests import testing_utils
-from tests import tool_testing
+from tests.commands import command_testing
 
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'make_labeled_subset.py')
-make_labeled_subset = tool_testing.load('make_labeled_subset')
 _CLASSES = ('background', 'disk', 'box', 'triangle')
 
 
@@ -37,7 +35,7 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
   num_val = 1
 
   def _run(self, **flags):
-    return tool_testing.run(make_labeled_subset, **flags)
+    return command_testing.run(make_labeled_subset, **flags)
 
   def test_writes_a_split_reports_it_and_is_deterministic(self):
     flags = dict(gin_file=['gin/datasets/synthetic.gin'],
@@ -114,16 +112,39 @@ class MakeLabeledSubsetTest(testing_utils.TinyDataTestCase):
       os.makedirs(os.path.join(root, folder))
     with open(f'{root}/lists', 'w') as f:
       f.write('not a folder')
-    result = subprocess.run(
-        [sys.executable, _TOOL, '--layout=folders', f'--image_dir={root}/img',
-         f'--label_dir={root}/mask', '--split=all', '--num_classes=3',
-         '--count=2', f'--output_list_dir={root}/lists'],
-        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+    result = command_testing.run_process(
+        make_labeled_subset, layout='folders', image_dir=f'{root}/img',
+        label_dir=f'{root}/mask', split='all', num_classes=3, count=2,
+        output_list_dir=f'{root}/lists')
     self.assertEqual(result.returncode, 2, result.stderr)
     self.assertNotIn('Traceback', result.stderr)
-    self.assertEqual(result.stderr.splitlines()[-1],
-                     f'make_labeled_subset: --output_list_dir={root}/lists '
-                     'is a file; give a folder to write.')
+    self.assertEqual(result.stderr.splitlines()[-2:], [
+        'Invalid configuration:',
+        f'--output_list_dir={root}/lists is a file; give a folder to write.'])
+
+  def test_flag_mistakes_exit_2_and_a_bug_keeps_its_traceback(self):
+    flags = dict(gin_file=['gin/datasets/synthetic.gin'],
+                 gin_param=[f"DATA_DIR = '{self.data_dir}'"])
+    for extra, line in (
+        (dict(fraction='a/b'), "--fraction='a/b' is not a fraction in (0, 1]"),
+        (dict(fraction='1/4', count=2), 'Give exactly one of --fraction and '
+         '--count.'),
+        (dict(fraction='1/4', name='train'), "--name='train' is the split "
+         'read')):
+      result = self._run(**flags, **extra)
+      self.assertEqual(result.status, 2, result.stderr)
+      self.assertEqual(result.stderr.splitlines()[0], 'Invalid configuration:')
+      self.assertStartsWith(result.stderr.splitlines()[1], line)
+
+    def broken(*args, **kwargs):
+      raise ValueError('an injected bug inside library code')
+    self.enter_context(mock.patch.object(subsets, 'select', broken))
+    result = self._run(fraction='1/4', **flags)
+    self.assertEqual(result.status, 1)
+    self.assertIn('Traceback (most recent call last)', result.stderr)
+    self.assertIn('ValueError: an injected bug inside library code',
+                  result.stderr)
+    self.assertStartsWith(result.stderr.splitlines()[-1], 'This is a bug')
 
   def test_a_voc_list_goes_beside_the_others_with_voc_class_names(self):
     root = self.create_tempdir().full_path

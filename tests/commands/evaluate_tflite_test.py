@@ -1,22 +1,15 @@
-"""tools/evaluate_tflite.py on tiny shards, with a stand-in .tflite."""
+"""evaluate_tflite on tiny shards, with a stand-in .tflite."""
 
-import contextlib
-import importlib.util
-import io
 import json
 import os
 
-from absl.testing import flagsaver
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
+from official_seg.commands import evaluate_tflite
 from tests import testing_utils
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'evaluate_tflite.py')
-_SPEC = importlib.util.spec_from_file_location('evaluate_tflite_tool', _TOOL)
-evaluate_tool = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(evaluate_tool)
+from tests.commands import command_testing
 
 
 class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
@@ -27,12 +20,11 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     model = os.path.join(root, 'model_int8.tflite')
     testing_utils.write_stand_in_tflite(model, (41, 41), {'global_step': 3})
     output = os.path.join(root, 'record.json')
-    stdout = io.StringIO()
-    with flagsaver.flagsaver(
-        model=model, gin_file=['experiments/quickstart.gin'],
-        gin_param=[f"DATA_DIR = '{self.data_dir}'"], output_json=output,
-        num_threads=1), contextlib.redirect_stdout(stdout):
-      evaluate_tool.main(['evaluate_tflite'])
+    result = command_testing.run(
+        evaluate_tflite, tflite=model, gin_file=['experiments/quickstart.gin'],
+        gin_param=[f"DATA_DIR = '{self.data_dir}'"], output=output,
+        num_threads=1)
+    self.assertEqual(result.status, 0, result.stderr)
     expected = testing_utils.stand_in_confusion(self.data_dir, 'val')
     union = expected.sum(0) + expected.sum(1) - np.diag(expected)
     present = union > 0
@@ -43,20 +35,20 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     self.assertAllClose(record['mean_iou'], mean_iou)
     self.assertEqual(record['num_images'], self.num_val)
     self.assertEqual(record['model_bytes'], os.path.getsize(model))
-    printed = stdout.getvalue()
+    printed = result.stdout
     self.assertRegex(printed, rf'mean IoU\s+{mean_iou:.4f}')
     self.assertIn(f'model size: {os.path.getsize(model)} bytes', printed)
     self.assertRegex(printed, r'latency: \d+\.\d\d ms per image')
 
   @parameterized.named_parameters(
-      ('model_missing', dict(model='{root}/nope.tflite'),
-       '--model={root}/nope.tflite: no such file.'),
-      ('model_a_folder', dict(model='{root}'),
-       '--model={root} is a folder, not a file.'),
-      ('output_json_a_folder', dict(output_json='{root}'),
-       '--output_json={root} is a folder; give a file to write.'),
-      ('output_json_under_a_file', dict(output_json='{model}/record.json'),
-       '--output_json={model}/record.json cannot be created: {model} is a '
+      ('model_missing', dict(tflite='{root}/nope.tflite'),
+       '--tflite={root}/nope.tflite: no such file.'),
+      ('model_a_folder', dict(tflite='{root}'),
+       '--tflite={root} is a folder, not a file.'),
+      ('output_a_folder', dict(output='{root}'),
+       '--output={root} is a folder; give a file to write.'),
+      ('output_under_a_file', dict(output='{model}/record.json'),
+       '--output={model}/record.json cannot be created: {model} is a '
        'file.'),
       ('gin_file_missing', dict(gin_file=['experiments/quickstrat.gin']),
        "gin file 'experiments/quickstrat.gin' not found"),
@@ -67,22 +59,19 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     model = os.path.join(root, 'model_int8.tflite')
     testing_utils.write_stand_in_tflite(model, (41, 41))
     output = os.path.join(root, 'record.json')
-    flags = dict(model=model, gin_file=['experiments/quickstart.gin'],
+    flags = dict(tflite=model, gin_file=['experiments/quickstart.gin'],
                  gin_param=[f"DATA_DIR = '{self.data_dir}'"],
-                 output_json=output, num_threads=1)
+                 output=output, num_threads=1)
     for name, value in changed.items():
       flags[name] = ([v.format(root=root) for v in value]
                      if isinstance(value, list)
                      else value.format(root=root, model=model))
-    stderr = io.StringIO()
-    with flagsaver.flagsaver(**flags), contextlib.redirect_stderr(stderr):
-      with self.assertRaises(SystemExit) as exited:
-        evaluate_tool.main(['evaluate_tflite'])
-    self.assertEqual(exited.exception.code, 2)
-    lines = stderr.getvalue().splitlines()
-    self.assertLen(lines, 1, stderr.getvalue())
-    self.assertStartsWith(
-        lines[0], 'evaluate_tflite: ' + message.format(root=root, model=model))
+    result = command_testing.run(evaluate_tflite, **flags)
+    self.assertEqual(result.status, 2)
+    lines = result.stderr.splitlines()
+    self.assertLen(lines, 2, result.stderr)
+    self.assertEqual(lines[0], 'Invalid configuration:')
+    self.assertStartsWith(lines[1], message.format(root=root, model=model))
     self.assertFalse(os.path.exists(output))
 
 

@@ -1,18 +1,14 @@
-"""tools/dataset_stats.py: the dataset of gin files or flags; report, chart."""
+"""dataset_stats: the dataset of gin files or flags; report, chart."""
 
 import os
-import subprocess
-import sys
 
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.commands import dataset_stats
 from official_seg.runtime import gin_config
 from tests import testing_utils
-from tests import tool_testing
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'dataset_stats.py')
-dataset_stats = tool_testing.load('dataset_stats')
+from tests.commands import command_testing
 
 
 class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
@@ -25,7 +21,7 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
     self.chart = os.path.join(self.create_tempdir().full_path, 'chart.png')
 
   def _run(self, **flags):
-    result = tool_testing.run(dataset_stats, chart=self.chart, **flags)
+    result = command_testing.run(dataset_stats, chart=self.chart, **flags)
     self.assertEqual(result.status, 0, result.stderr)
     return result.stdout
 
@@ -57,15 +53,14 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
   def test_a_chart_path_that_is_a_folder_is_named_before_any_work(self):
     # A process: the exit status and stderr that the user sees.
     self.chart = os.path.dirname(self.chart)
-    result = subprocess.run(
-        [sys.executable, _TOOL, f'--chart={self.chart}',
-         f'--data_dir={self.data_dir}', '--split=val', '--num_classes=4'],
-        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+    result = command_testing.run_process(
+        dataset_stats, chart=self.chart, data_dir=self.data_dir, split='val',
+        num_classes=4)
     self.assertEqual(result.returncode, 2, result.stderr)
-    stderr = result.stderr
-    self.assertNotIn('Traceback', stderr)
-    self.assertEqual(stderr.splitlines()[-1], f'dataset_stats: --chart='
-                     f'{self.chart} is a folder; give a file to write.')
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertEqual(result.stderr.splitlines()[-2:], [
+        'Invalid configuration:',
+        f'--chart={self.chart} is a folder; give a file to write.'])
 
 
 if __name__ == '__main__':

@@ -1,29 +1,34 @@
 """Prints class frequencies, image sizes and suggested class weights of a split.
 
-  python tools/dataset_stats.py --gin_file=gin/datasets/pascal_voc.gin
-  python tools/dataset_stats.py --data_dir=data/mine --split=train \
+  dataset_stats --gin_file=gin/datasets/pascal_voc.gin
+  dataset_stats --data_dir=data/mine --split=train \
     --num_classes=5 --chart=/tmp/mine.png
 """
 
 
+import sys
+
 from absl import app
 from absl import flags
 
+from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg.data import storage
 from official_seg.datasets import stats
 from official_seg.evaluation import visualize
 
+FLAGS = flags.FlagValues()
 # --gin_file (files that set the dataset macros: NUM_CLASSES, DATA_DIR, ...),
 # --gin_param and --data_dir.
-flags.adopt_module_key_flags(seg_flags)
-flags.DEFINE_string('split', None, 'Split; default TRAIN_SPLIT.')
-flags.DEFINE_integer('num_classes', None, 'Classes; default NUM_CLASSES.')
+seg_flags.define_gin_flags(FLAGS)
+flags.DEFINE_string('split', None, 'Split; default TRAIN_SPLIT.',
+                    flag_values=FLAGS)
+flags.DEFINE_integer('num_classes', None, 'Classes; default NUM_CLASSES.',
+                     flag_values=FLAGS)
 flags.DEFINE_integer('ignore_label', None, 'Ignore label; default '
-                     'IGNORE_LABEL, else 255.')
+                     'IGNORE_LABEL, else 255.', flag_values=FLAGS)
 flags.DEFINE_string('chart', 'class_frequencies.png',
-                    'Where to save the bar chart (PNG).')
-FLAGS = flags.FLAGS
+                    'Where to save the bar chart (PNG).', flag_values=FLAGS)
 
 
 def dataset():
@@ -37,21 +42,18 @@ def dataset():
   """
   info = seg_flags.dataset_with(num_classes=FLAGS.num_classes,
                                 split=FLAGS.split,
-                                ignore_label=FLAGS.ignore_label)
+                                ignore_label=FLAGS.ignore_label,
+                                            flag_values=FLAGS)
   if not (info and info.data_dir and info.train_split):
     raise app.UsageError('Give --gin_file, or --data_dir, --split and '
                          '--num_classes.')
   return info
 
 
-def main(argv):
-  del argv  # Unused.
-  with seg_flags.mistakes_exit_2('dataset_stats'):
-    _report()
-
-
-def _report():
-  """main's work; a path or setting it cannot use is a ConfigurationError."""
+def _main(argv):
+  """Prints the report and saves the chart; a path or setting it cannot use
+  is a ConfigurationError."""
+  del argv  # The program alone (command_line.run).
   storage.check_output('--chart', FLAGS.chart, folder=False)
   info = dataset()
   result = stats.compute_stats(info.data_dir, info.train_split,
@@ -64,5 +66,10 @@ def _report():
   print(f'Chart: {FLAGS.chart}')
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

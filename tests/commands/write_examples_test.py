@@ -1,18 +1,13 @@
-"""tools/write_examples.py: the first examples of shards as image files."""
+"""write_examples: the first examples of shards as image files."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
 
+from official_seg.commands import write_examples
 from official_seg.data import tfexample
-from tests import testing_utils
-from tests import tool_testing
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'write_examples.py')
-write_examples = tool_testing.load('write_examples')
+from tests.commands import command_testing
 
 
 def _example(rng, filename, image_format):
@@ -43,8 +38,8 @@ class WriteExamplesTest(tf.test.TestCase):
     self.pattern = tfexample.shard_pattern(self.data_dir, 'val')
 
   def _run(self, pattern, count):
-    return tool_testing.run(write_examples, input=pattern,
-                            output_dir=self.output_dir, count=count)
+    return command_testing.run(write_examples, input=pattern,
+                               output_dir=self.output_dir, count=count)
 
   def _read(self, kind, name):
     with open(os.path.join(self.output_dir, kind, name), 'rb') as f:
@@ -76,29 +71,30 @@ class WriteExamplesTest(tf.test.TestCase):
     self.assertEqual(self._listed('labels'), ['a.png', 'b.png'])
 
   def _mistake(self, pattern, process=False):
-    """The tool's last line for a mistake: exit 2, no traceback.
+    """The command's line for a mistake: exit 2, no traceback.
 
     Args:
       pattern: the --input flag.
-      process: run the tool as a process, as users do, instead of its main().
+      process: run the command as a process, as users do, instead of its
+        main().
     """
     if process:
-      result = subprocess.run(
-          [sys.executable, _TOOL, f'--input={pattern}',
-           f'--output_dir={self.output_dir}', '--count=4'],
-          capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
+      result = command_testing.run_process(
+          write_examples, input=pattern, output_dir=self.output_dir, count=4)
       status = result.returncode
     else:
       result = self._run(pattern, 4)
       status = result.status
     self.assertEqual(status, 2, result.stderr)
     self.assertNotIn('Traceback', result.stderr)
-    return result.stderr.splitlines()[-1]
+    lines = result.stderr.splitlines()
+    self.assertEqual(lines[-2], 'Invalid configuration:')
+    return lines[-1]
 
   def test_no_shard_names_the_flag_and_the_pattern(self):
     pattern = tfexample.shard_pattern(self.data_dir, 'train')
-    self.assertEqual(self._mistake(pattern), f'write_examples: --input='
-                     f'{pattern}: no TFRecord shards match it.')
+    self.assertEqual(self._mistake(pattern), f'--input={pattern}: no '
+                     'TFRecord shards match it.')
 
   def test_an_output_dir_under_a_file_is_named_before_any_work(self):
     blocker = os.path.join(self.create_tempdir().full_path, 'a_file')
@@ -106,7 +102,6 @@ class WriteExamplesTest(tf.test.TestCase):
       f.write('not a folder')
     self.output_dir = os.path.join(blocker, 'inputs')
     self.assertEqual(self._mistake(self.pattern, process=True),
-                     'write_examples: '
                      f'--output_dir={self.output_dir} cannot be created: '
                      f'{blocker} is a file.')
 

@@ -1,16 +1,12 @@
-"""tools/tflite_size.py on a tiny float32 and int8 pair; a mistake a process."""
+"""tflite_size on a tiny float32 and int8 pair; a mistake a process."""
 
 import os
-import subprocess
-import sys
 
 import tensorflow as tf
 
+from official_seg.commands import tflite_size
 from tests import testing_utils
-from tests import tool_testing
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'tflite_size.py')
-tflite_size = tool_testing.load('tflite_size')
+from tests.commands import command_testing
 
 
 class TfliteSizeToolTest(tf.test.TestCase):
@@ -28,7 +24,7 @@ class TfliteSizeToolTest(tf.test.TestCase):
         f.write(content)
 
   def test_prints_each_part_and_the_share(self):
-    result = tool_testing.run(tflite_size, model=self.paths)
+    result = command_testing.run(tflite_size, tflite=self.paths)
     self.assertEqual(result.status, 0, result.stderr)
     printed = result.stdout
     share = 100 * self.sizes[1] / self.sizes[0]
@@ -39,14 +35,13 @@ class TfliteSizeToolTest(tf.test.TestCase):
                   printed)
 
   def test_a_missing_file_is_named(self):
-    # A process: the exit status and stderr of a usage error.
+    # A process: the exit status and stderr of a mistake.
     missing = os.path.join(self.get_temp_dir(), 'absent.tflite')
-    result = subprocess.run(
-        [sys.executable, _TOOL, f'--model={self.paths[0]}',
-         f'--model={missing}'],
-        capture_output=True, text=True, cwd=testing_utils.REPO, check=False)
-    self.assertNotEqual(result.returncode, 0)
-    self.assertIn(f'--model={missing}: no such file', result.stderr)
+    result = command_testing.run_process(tflite_size,
+                                         tflite=[self.paths[0], missing])
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertEqual(result.stderr.splitlines()[-2:], [
+        'Invalid configuration:', f'--tflite={missing}: no such file.'])
 
 
 if __name__ == '__main__':

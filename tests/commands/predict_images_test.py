@@ -1,29 +1,22 @@
-"""tools/predict.py on tiny images, with a stand-in SavedModel."""
+"""predict_images on tiny images, with a stand-in SavedModel."""
 
-import contextlib
-import importlib.util
-import io
 import json
 import os
 
-from absl.testing import flagsaver
 from absl.testing import parameterized
 import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.commands import predict_images
 from official_seg.data import palettes
 from official_seg.data import preprocess
 from official_seg.export import saved_model
 from official_seg.export import signatures
 from official_seg.export import tflite_runner
 from tests import testing_utils
+from tests.commands import command_testing
 from tests.export import tflite_runner_test
-
-_TOOL = os.path.join(testing_utils.REPO, 'tools', 'predict.py')
-_SPEC = importlib.util.spec_from_file_location('predict_tool', _TOOL)
-predict_tool = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(predict_tool)
 
 CLASS_NAMES = ['background', 'disk', 'box', 'triangle']
 
@@ -92,13 +85,15 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     _write_stand_in(os.path.join(self.model_dir, 'export', timestamp),
                     CLASS_NAMES, palette)
 
-  def _run(self, **flags):
+  def _call(self, **flags):
     flags = dict(dict(model_dir=self.model_dir, input=self.image_dir,
                       output_dir=self.output_dir), **flags)
-    stdout = io.StringIO()
-    with flagsaver.flagsaver(**flags), contextlib.redirect_stdout(stdout):
-      predict_tool.main(['predict'])
-    return stdout.getvalue()
+    return command_testing.run(predict_images, **flags)
+
+  def _run(self, **flags):
+    result = self._call(**flags)
+    self.assertEqual(result.status, 0, result.stderr)
+    return result.stdout
 
   def _read(self, kind, stem):
     with Image.open(os.path.join(self.output_dir, kind, stem + '.png')) as f:
@@ -167,9 +162,10 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     bad = os.path.join(self.image_dir, 'd.png')
     with open(bad, 'wb') as f:
       f.write(b'not a png')
-    with self.assertRaisesRegex(ValueError, f'{bad}: input 0 .* is not a '
-                                'JPEG or PNG image'):
-      self._run()
+    result = self._call()
+    self.assertEqual(result.status, 2, result.stderr)
+    self.assertRegex(result.stderr, f'^Invalid configuration:\n{bad}: input 0 '
+                     '.* is not a JPEG or PNG image')
 
   def test_tflite_writes_the_same_outputs(self):
     path = os.path.join(self.model_dir, 'export', 'tflite', 'm.tflite')
@@ -210,28 +206,27 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     self.assertGreater(differs, 0, 'windows and scaling agree everywhere')
 
   def test_window_flags_without_tflite_are_a_usage_error(self):
-    with self.assertRaisesRegex(predict_tool.app.UsageError,
-                                '--window_stride and --window_blending are '
-                                'for --tflite'):
-      self._run(window_blending='uniform')
+    result = self._call(window_blending='uniform')
+    self.assertEqual(result.status, 2, result.stderr)
+    self.assertStartsWith(result.stderr, 'Invalid configuration:\n'
+                          '--window_stride and --window_blending are for '
+                          '--tflite')
 
   def _mistake(self, **flags):
     """The tool's one line for a mistake: exit 2 before writing anything."""
-    stderr = io.StringIO()
-    with self.assertRaises(SystemExit) as exited, contextlib.redirect_stderr(
-        stderr):
-      self._run(**flags)
-    self.assertEqual(exited.exception.code, 2)
+    result = self._call(**flags)
+    self.assertEqual(result.status, 2)
     self.assertFalse(os.path.isdir(os.path.join(self.output_dir, 'labels')))
-    lines = stderr.getvalue().splitlines()
-    self.assertLen(lines, 1, stderr.getvalue())
-    return lines[0]
+    lines = result.stderr.splitlines()
+    self.assertLen(lines, 2, result.stderr)
+    self.assertEqual(lines[0], 'Invalid configuration:')
+    return lines[1]
 
   def test_missing_label_names_the_flag_and_the_file(self):
     os.remove(os.path.join(self.label_dir, 'b.png'))
     self.assertEqual(
         self._mistake(label_dir=self.label_dir),
-        f'predict: --label_dir={self.label_dir} has no label b.png for image '
+        f'--label_dir={self.label_dir} has no label b.png for image '
         f'{self.image_dir}/b.png; it needs <image stem>.png per image.')
 
   @parameterized.named_parameters(
@@ -270,7 +265,7 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     flags = {name: value and value.format(root=root)
              for name, value in flags.items()}
     self.assertStartsWith(self._mistake(**flags),
-                          'predict: ' + message.format(root=root))
+                          message.format(root=root))
 
 
 if __name__ == '__main__':

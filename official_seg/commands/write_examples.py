@@ -1,29 +1,32 @@
 """Writes the first examples of DeepLab shards as image and label files.
 
-  python tools/write_examples.py --input='data/synthetic/val-*' \
+  write_examples --input='data/synthetic/val-*' \
     --output_dir=/tmp/examples --count=4
 
 Writes images/<stem>.jpg or .png (the stored bytes, unchanged) and
 labels/<stem>.png, <stem> being the example's filename without its folder and
-extension: the layout tools/predict.py reads with --input and --label_dir.
+extension: the layout predict_images reads with --input and --label_dir.
 """
 
 import os
+import sys
 
-from absl import app
 from absl import flags
 import tensorflow as tf
 
-from official_seg import flags as seg_flags
+from official_seg import command_line
 from official_seg import validation
 from official_seg.data import storage
 from official_seg.data import tfexample
 
-flags.DEFINE_string('input', None, 'A glob of TFRecord shards.')
-flags.DEFINE_string('output_dir', None, 'Where images/ and labels/ go.')
-flags.DEFINE_integer('count', 4, 'How many examples, from the first shard on.')
-flags.mark_flags_as_required(['input', 'output_dir'])
-FLAGS = flags.FLAGS
+FLAGS = flags.FlagValues()
+flags.DEFINE_string('input', None, 'A glob of TFRecord shards.',
+                    flag_values=FLAGS)
+flags.DEFINE_string('output_dir', None, 'Where images/ and labels/ go.',
+                    flag_values=FLAGS)
+flags.DEFINE_integer('count', 4, 'How many examples, from the first shard on.',
+                     flag_values=FLAGS)
+flags.mark_flags_as_required(['input', 'output_dir'], flag_values=FLAGS)
 
 
 def _stem(filename, index, taken):
@@ -74,13 +77,16 @@ def write_examples(pattern, output_dir, count):
   return stems
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  with seg_flags.mistakes_exit_2('write_examples'):
-    stems = write_examples(FLAGS.input, FLAGS.output_dir, FLAGS.count)
+def _main(argv):
+  del argv  # The program alone (command_line.run).
+  stems = write_examples(FLAGS.input, FLAGS.output_dir, FLAGS.count)
   print(f'Wrote {len(stems)} images and labels to {FLAGS.output_dir}')
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

@@ -1,8 +1,8 @@
 """Breaks .tflite files down by what their bytes hold, side by side.
 
-  python tools/tflite_size.py \
-    --model=runs/quickstart/export/tflite/model_float32.tflite \
-    --model=runs/quickstart/export/tflite/model_int8.tflite
+  tflite_size \
+    --tflite=runs/quickstart/export/tflite/model_float32.tflite \
+    --tflite=runs/quickstart/export/tflite/model_int8.tflite
 
 Prints, per model, the bytes of its constant buffers by tensor dtype, the
 int32 biases, the quantization parameters (float32 scales and int64 zero
@@ -14,25 +14,27 @@ values per output channel) by op and window
 """
 
 import os
+import sys
 
-from absl import app
 from absl import flags
 
+from official_seg import command_line
+from official_seg import validation
 from official_seg.export import tflite_size
 
-flags.DEFINE_multi_string('model', None, 'A .tflite file; repeat the flag '
-                          'to compare, the first being the reference.')
-flags.mark_flag_as_required('model')
-FLAGS = flags.FLAGS
+FLAGS = flags.FlagValues()
+flags.DEFINE_multi_string('tflite', None, 'A .tflite file; repeat the flag '
+                          'to compare, the first being the reference.',
+                          flag_values=FLAGS)
+flags.mark_flag_as_required('tflite', flag_values=FLAGS)
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def _main(argv):
+  del argv  # The program alone (command_line.run).
   named, kernels = [], []
-  for path in FLAGS.model:
+  for path in FLAGS.tflite:
     if not os.path.isfile(path):
-      raise app.UsageError(f'--model={path}: no such file.')
+      raise validation.MissingFileError(f'--tflite={path}: no such file.')
     with open(path, 'rb') as f:
       content = f.read()
     named.append((os.path.basename(path), tflite_size.breakdown(content)))
@@ -43,5 +45,10 @@ def main(argv):
     print(f'\n{name}:\n{lines}')
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

@@ -1,8 +1,7 @@
-"""Real local clusters of the binary on 127.0.0.1 through tools/launch_local_cluster.py."""
+"""Real local clusters of the binary on 127.0.0.1 through launch_local_cluster."""
 
 import contextlib
 import glob
-import importlib.util
 import io
 import os
 import re
@@ -15,10 +14,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_seg.commands import launch_local_cluster as launcher
 from tests import testing_utils
 
 _REPO = testing_utils.REPO
-_LAUNCHER = os.path.join(_REPO, 'tools', 'launch_local_cluster.py')
 # The launcher stops its cluster after _CLUSTER_SECS; the test stops the
 # launcher (and, failing that, every task it started) after _TEST_SECS.
 # Synchronised batch norm on two trainers took about 4 minutes on a busy
@@ -29,17 +28,6 @@ _TRAIN_STEPS = 2
 # One synchronous step already all-reduces the loss, the gradients and the
 # batch-norm statistics of both workers.
 _SYNC_TRAIN_STEPS = 1
-
-
-def _load_launcher():
-  spec = importlib.util.spec_from_file_location('launch_local_cluster',
-                                                _LAUNCHER)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-launcher = _load_launcher()
 
 
 def _kill_group(pid):
@@ -70,7 +58,7 @@ def _run_cluster(model_dir, platform, bindings, *launcher_args, layers=()):
 
   `layers` are more gin files, after the platform's.
   """
-  command = [sys.executable, _LAUNCHER,
+  command = [sys.executable, '-m', launcher.__name__,
              '--gin_file=gin/experiments/quickstart.gin',
              f'--gin_file=gin/platforms/{platform}',
              *[f'--gin_file=gin/{layer}' for layer in layers],

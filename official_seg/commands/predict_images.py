@@ -1,10 +1,10 @@
 """Writes label maps, colourised labels and overlays from an exported model.
 
-  python tools/predict.py --model_dir=runs/quickstart --input='photos/*.jpg' \
+  predict_images --model_dir=runs/quickstart --input='photos/*.jpg' \
     --output_dir=/tmp/predictions
-  python tools/predict.py --saved_model=runs/quickstart/export/best/1712345678 \
+  predict_images --saved_model=runs/quickstart/export/best/1712345678 \
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val
-  python tools/predict.py \
+  predict_images \
     --tflite=runs/quickstart/export/tflite/model_int8.tflite \
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
@@ -16,13 +16,14 @@ per-class IoU table, metrics.json, confusion_matrix.png and per_class_iou.png.
 import collections
 import json
 import os
+import sys
 
 from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from official_seg import flags as seg_flags
+from official_seg import command_line
 from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import layouts
@@ -34,33 +35,42 @@ from official_seg.evaluation import visualize
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
 
+FLAGS = flags.FlagValues()
 flags.DEFINE_string('saved_model', None, 'A SavedModel directory from '
-                    'train_and_eval (export/<timestamp>/).')
+                    'train_and_eval (export/<timestamp>/).', flag_values=FLAGS)
 flags.DEFINE_string('model_dir', None, 'A training model dir: its newest '
-                    'export under <model_dir>/export/ is used.')
+                    'export under <model_dir>/export/ is used.',
+                    flag_values=FLAGS)
 flags.DEFINE_string('tflite', None, 'A .tflite of train_and_eval '
-                    '--mode=export_tflite, run with the TFLite interpreter.')
-flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.')
-flags.DEFINE_string('output_dir', None, 'Where to write the pictures.')
+                    '--mode=export_tflite, run with the TFLite interpreter.',
+                    flag_values=FLAGS)
+flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.',
+                    flag_values=FLAGS)
+flags.DEFINE_string('output_dir', None, 'Where to write the pictures.',
+                    flag_values=FLAGS)
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
-                    '<image stem>.png: also score mean and per-class IoU.')
+                    '<image stem>.png: also score mean and per-class IoU.',
+                    flag_values=FLAGS)
 flags.DEFINE_enum('palette', None, list(palettes.PALETTE_NAMES),
                   'Colours; default the palette of the export\'s dataset, '
-                  'else pascal_voc.')
-flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.')
+                  'else pascal_voc.', flag_values=FLAGS)
+flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.',
+                   flag_values=FLAGS)
 flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
-                  '<stem>.png with Cityscapes label ids (test server format).')
+                  '<stem>.png with Cityscapes label ids (test server format).',
+                  flag_values=FLAGS)
 flags.DEFINE_list('window_stride', None, 'With --tflite: run images larger '
                   'than the model input in sliding windows of its size, '
                   'this far apart (height,width); a SavedModel exported '
-                  'with WINDOW_SIZE tiles by itself (docs/large_images.md).')
+                  'with WINDOW_SIZE tiles by itself (docs/large_images.md).',
+                  flag_values=FLAGS)
 flags.DEFINE_enum('window_blending', None, ['uniform', 'gaussian'],
                   'With --tflite: sliding windows blended so (default '
-                  'uniform; stride two thirds of the input).')
-flags.mark_flags_as_required(['input', 'output_dir'])
+                  'uniform; stride two thirds of the input).',
+                  flag_values=FLAGS)
+flags.mark_flags_as_required(['input', 'output_dir'], flag_values=FLAGS)
 flags.mark_flags_as_mutual_exclusive(['saved_model', 'model_dir', 'tflite'],
-                                     required=True)
-FLAGS = flags.FLAGS
+                                     required=True, flag_values=FLAGS)
 
 
 def choose_palette(metadata):
@@ -208,15 +218,10 @@ def _load_model():
   return predictor.Predictor(saved_model_dir), saved_model_dir
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  with seg_flags.mistakes_exit_2('predict'):
-    _predict()
-
-
-def _predict():
-  """main's work; a path or setting it cannot use is a ConfigurationError."""
+def _main(argv):
+  """Predicts every image; a path or setting it cannot use is a
+  ConfigurationError, reported before any work where it can be."""
+  del argv  # The program alone (command_line.run).
   check_paths()
   stems = _stems(predictor.list_images(FLAGS.input))
   label_paths = _label_paths(stems) if FLAGS.label_dir else None
@@ -235,5 +240,10 @@ def _predict():
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
 if __name__ == '__main__':
-  app.run(main)
+  sys.exit(main())

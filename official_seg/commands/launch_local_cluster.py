@@ -1,6 +1,6 @@
 """Runs a train_and_eval cluster as local processes on 127.0.0.1, each with its TF_CONFIG.
 
-  python tools/launch_local_cluster.py --workers 1 --ps 1 --evaluator \
+  launch_local_cluster --workers 1 --ps 1 --evaluator \
     --gin_file=gin/experiments/quickstart.gin \
     --gin_file=gin/platforms/parameter_server.gin --model_dir=/tmp/cluster
 
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from official_seg import command_line
 
 _HOST = '127.0.0.1'
 _POLL_SECS = 0.2
@@ -195,8 +197,8 @@ def task_command(args, extra_args):
   return command + list(extra_args)
 
 
-def main(argv):
-  args, extra = parse_args(argv)
+def _main(argv):
+  args, extra = parse_args(argv[1:])
   command = task_command(args, extra)
   configs = tf_configs(args.workers, args.ps, args.evaluator,
                        free_ports(1 + args.workers + args.ps))
@@ -214,5 +216,11 @@ def main(argv):
   return status
 
 
+def main(argv=None):
+  """The command's entry point; returns its exit status: the cluster's, or
+  `command_line`'s for an error of the launcher itself."""
+  return command_line.call(_main, list(sys.argv if argv is None else argv))
+
+
 if __name__ == '__main__':
-  sys.exit(main(sys.argv[1:]))
+  sys.exit(main())

@@ -1,4 +1,4 @@
-"""tools/pseudo_label_quality.py on a tiny trained, exported model."""
+"""pseudo_label_quality on a tiny trained, exported model."""
 
 import io
 import json
@@ -12,15 +12,14 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg.commands import pseudo_label_quality
 from official_seg.data import tfexample
 from official_seg.export import predictor
 from official_seg.export import signatures
 from official_seg.export import tflite_runner
 from official_seg.runtime import experiment
 from tests import testing_utils
-from tests import tool_testing
-
-pseudo_label_quality = tool_testing.load('pseudo_label_quality')
+from tests.commands import command_testing
 
 _CLASSES = 4
 _IGNORE = 255
@@ -85,7 +84,7 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
     flags = dict(dict(
         saved_model=self.model_dir, gin_file=['experiments/quickstart.gin'],
         gin_param=testing_utils.tiny_bindings(self.data_dir)), **flags)
-    return tool_testing.run(pseudo_label_quality, **flags)
+    return command_testing.run(pseudo_label_quality, **flags)
 
   def test_figures_equal_numpy_on_the_served_probabilities(self):
     # The first 3 train images (the default split), served by hand.
@@ -97,7 +96,7 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
     thresholds = [float(v) for v in np.quantile(confidence, [0.25, 0.75])]
     output = os.path.join(self.create_tempdir().full_path, 'quality.json')
     result = self._run(thresholds=[repr(t) for t in thresholds],
-                       max_images=3, output_json=output)
+                       max_images=3, output=output)
     self.assertEqual(result.status, 0, result.stderr)
     with open(output) as f:
       found = json.load(f)
@@ -143,7 +142,7 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
       output = os.path.join(self.create_tempdir().full_path, 'quality.json')
       result = self._run(
           thresholds=[repr(float(threshold))], max_images=3,
-          output_json=output,
+          output=output,
           gin_param=testing_utils.tiny_bindings(self.data_dir) + extra)
       self.assertEqual(result.status, 0, result.stderr)
       with open(output) as f:
@@ -182,9 +181,10 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
     result = self._run(**changed)
     self.assertEqual(result.status, 2)
     lines = result.stderr.splitlines()
-    self.assertLen(lines, 1, result.stderr)
-    self.assertStartsWith(lines[0], 'pseudo_label_quality: ' + message.format(
-        root=root, data=self.data_dir))
+    self.assertLen(lines, 2, result.stderr)
+    self.assertEqual(lines[0], 'Invalid configuration:')
+    self.assertStartsWith(lines[1], message.format(root=root,
+                                                   data=self.data_dir))
 
 
 if __name__ == '__main__':

@@ -1,0 +1,69 @@
+"""Scores a .tflite of --mode=export_tflite on the eval split with the TFLite interpreter.
+
+  evaluate_tflite \
+    --tflite=runs/quickstart/export/tflite/model_int8.tflite \
+    --gin_file=gin/experiments/quickstart.gin
+
+Prints mean IoU, per-class IoU and pixel accuracy at each image's decoded
+size (as the evaluator computes them), the median interpreter latency per
+image and the model's size; --output also saves them.
+"""
+
+import json
+import os
+import sys
+
+from absl import flags
+
+from official_seg import command_line
+from official_seg import flags as seg_flags
+from official_seg.data import dataset_info
+from official_seg.data import storage
+from official_seg.evaluation import results
+from official_seg.export import tflite_runner
+
+FLAGS = flags.FlagValues()
+# --gin_file (the run's: they name the dataset and its eval split),
+# --gin_param and --data_dir.
+seg_flags.define_gin_flags(FLAGS)
+flags.DEFINE_string('tflite', None, 'A .tflite of train_and_eval '
+                    '--mode=export_tflite.', flag_values=FLAGS)
+flags.DEFINE_integer('num_threads', None, 'Interpreter threads; default the '
+                     'CPU cores.', flag_values=FLAGS)
+flags.DEFINE_integer('max_images', None, 'Score at most this many images.',
+                     flag_values=FLAGS)
+flags.DEFINE_string('output', None, 'A JSON file to also write the record to.',
+                    flag_values=FLAGS)
+flags.mark_flag_as_required('tflite', flag_values=FLAGS)
+
+
+def _main(argv):
+  """Scores the model; a path or setting it cannot use is a
+  ConfigurationError."""
+  seg_flags.check_run_tool_args(argv, FLAGS)
+  storage.check_input('--tflite', FLAGS.tflite, folder=False)
+  if FLAGS.output:
+    storage.check_output('--output', FLAGS.output, folder=False)
+  seg_flags.parse_gin(finalize=False, flag_values=FLAGS)
+  dataset = dataset_info.DatasetInfo()
+  model = tflite_runner.TfliteModel(FLAGS.tflite, FLAGS.num_threads)
+  print(f'Scoring {FLAGS.tflite} on {dataset.data_dir} '
+        f'split {dataset.eval_split!r}')
+  record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images)
+  print(results.format_table(record))
+  print(f'model size: {record["model_bytes"]} bytes; latency: '
+        f'{record["latency_ms"]:.2f} ms per image (median)')
+  if FLAGS.output:
+    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)),
+                exist_ok=True)
+    with open(FLAGS.output, 'w') as f:
+      json.dump(record, f, indent=2)
+
+
+def main(argv=None):
+  """The command's entry point; returns its exit status (`command_line`)."""
+  return command_line.run(_main, FLAGS, argv, __doc__)
+
+
+if __name__ == '__main__':
+  sys.exit(main())

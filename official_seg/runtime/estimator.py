@@ -16,10 +16,12 @@ from official_seg.runtime import tpu_estimator
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the
 # estimator that exports SavedModels; and the TPUEstimator-contract model_fn
-# that both estimators wrap (--dry_run builds it once), with its options.
+# and training input_fn that both estimators wrap (--dry_run builds them once:
+# the training step's own input, the unlabeled stream included), with the
+# model_fn's options.
 Built = collections.namedtuple('Built', [
     'estimator', 'train_input_fn', 'eval_input_fn', 'dataset', 'eval_parser',
-    'serving_estimator', 'model_fn', 'options'])
+    'serving_estimator', 'model_fn', 'options', 'step_input_fn'])
 
 
 def per_replica_batch_size(global_batch_size, num_replicas, name):
@@ -168,11 +170,12 @@ def build_estimator(run_config,
                              'build_estimator.train_batch_size')
       per_replica_batch_size(eval_batch_size, replicas,
                              'build_estimator.eval_batch_size')
-    estimator, train_fn, eval_fn = tpu_estimator.build(
+    estimator, tpu_train_fn, tpu_eval_fn = tpu_estimator.build(
         model_fn, run_config, train_fn, eval_fn, train_batch_size,
         eval_batch_size)
-    return Built(estimator, train_fn, eval_fn, dataset, eval_parser,
-                 _serving_estimator(model_fn, run_config), model_fn, options)
+    return Built(estimator, tpu_train_fn, tpu_eval_fn, dataset, eval_parser,
+                 _serving_estimator(model_fn, run_config), model_fn, options,
+                 train_fn)
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
@@ -185,4 +188,4 @@ def build_estimator(run_config,
                _with_batch(train_fn, train_batch,
                            cluster.parameter_server_input_context(run_config)),
                _with_batch(eval_fn, eval_batch_size), dataset, eval_parser,
-               estimator, model_fn, options)
+               estimator, model_fn, options, train_fn)

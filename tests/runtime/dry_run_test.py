@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from official_seg.data import dataset_info
 from official_seg.data import split_metadata
+from official_seg.data import views
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
@@ -58,6 +59,19 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
     # The writer left metadata beside the shards: nothing to compute.
     self.assertNotIn('save this line', report)
+
+  def test_semi_supervised_step_is_built_on_its_own_input(self):
+    # The step reads the unlabeled stream's views: a labeled-only input would
+    # fail in the model_fn with a KeyError naming 'unlabeled/...'. Every
+    # shipped semi-supervised experiment dry-runs in
+    # tests/experiments_dry_run_test.py.
+    testing_utils.parse_tiny_semi_supervised(self.data_dir, 'fixmatch.gin')
+    with testing_utils.recorded_calls(views, 'zip_unlabeled') as calls:
+      report = dry_run.run(self.model_dir)
+    self.assertLen(calls, 1)
+    self.assertIn('built on training images [2, 33, 33, 3]', report)
+    self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
+    self.assertFalse(os.path.exists(self.model_dir))
 
   def test_shards_without_metadata_get_their_line(self):
     written = split_metadata.read(self.data_dir, 'val')

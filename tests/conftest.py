@@ -20,6 +20,8 @@ def pytest_configure(config):
 # these first keeps one long file from running alone at the end. The order
 # comes from the `--durations=30` list that every run prints.
 SLOWEST_FIRST = (
+    'tests/experiments_dry_run_test.py',
+    'tests/quickstart_e2e_test.py',
     'tests/modeling/quantized_test.py',
     'tests/modeling/backbones_test.py',
     'tests/commands/import_deeplab_checkpoint_test.py',

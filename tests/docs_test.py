@@ -1,4 +1,4 @@
-"""The user docs against the tree: links, the layout listing, length."""
+"""The user docs against the tree: links, listings, cited tests, length."""
 
 import glob
 import os
@@ -79,6 +79,67 @@ def _listed_modules(text):
   return listed
 
 
+# A cited test: a file (`tests/x_test.py`, with `::Class::test_name` or
+# `::test_name` after it), or, in backticks, `::name` or a bare `test_name` of
+# the file cited last before it in the same doc.
+_CITED = re.compile(r'(tests/[\w/]+\.py)((?:::\w+)*)|`::(\w+(?:::\w+)*)`'
+                    r'|`(test_\w+)`')
+
+
+def _cited_tests(text):
+  """(file, [names defined in it]) of each test a doc cites, in order."""
+  cited, current = [], None
+  for match in _CITED.finditer(text):
+    path, names, relative, bare = match.groups()
+    if path:
+      current = path
+      cited.append((path, names.split('::')[1:]))
+    elif current:
+      cited.append((current, (relative or bare).split('::')))
+    else:
+      cited.append(('(no file cited before it)', [relative or bare]))
+  return cited
+
+
+def _missing_citations(doc):
+  missing = []
+  for path, names in _cited_tests(_read(doc)):
+    full = os.path.join(_REPO, path)
+    if not os.path.isfile(full):
+      missing.append(f'{path}: no such file')
+      continue
+    source = _read(full)
+    missing += [f'{path}::{name}: not defined there' for name in names
+                if not re.search(rf'^\s*(def|class) {name}\b', source, re.M)]
+  return missing
+
+
+def _gin_listing(readme):
+  """{folder: stems} of the fenced block under README's '## gin files'.
+
+  A line starting `gin/<folder>/` names its folder (`gin/x.gin`, one file of
+  `gin/`); the stems follow, separated by commas or semicolons, on it and
+  the indented lines below, before a colon; parentheses hold notes.
+  """
+  section = readme.split('## gin files', 1)[1]
+  texts, folder = {}, None
+  for line in _FENCE.search(section).group(1).splitlines():
+    match = re.match(r'(gin/(?:[\w]+/)?)(\w+\.gin)?\s*(.*)', line)
+    if match:
+      folder = match.group(1)
+      if match.group(2):
+        texts.setdefault(folder, []).append(match.group(2)[:-len('.gin')])
+        continue
+      line = match.group(3)
+    texts.setdefault(folder, []).append(line.strip())
+  listed = {}
+  for folder, parts in texts.items():
+    text = re.sub(r'\([^)]*\)', '', ' '.join(parts)).split(':')[0]
+    listed[folder] = {item.strip() for item in re.split(r'[,;]', text)
+                      if item.strip()}
+  return listed
+
+
 def _modules():
   """Module names of each package of official_seg/, and of tools/, benchmarks/."""
   modules = {}
@@ -114,6 +175,38 @@ class DocsTest(tf.test.TestCase):
       wrong += [f'docs/architecture.md lists {package}/{name}, not in the tree'
                 for name in sorted(shown - names)]
     self.assertEmpty(wrong)
+
+  def test_readme_lists_every_gin_file_under_its_folder(self):
+    listed = _gin_listing(_read(os.path.join(_REPO, 'README.md')))
+    shipped = {}
+    for path in glob.glob(os.path.join(_REPO, 'gin', '**', '*.gin'),
+                          recursive=True):
+      folder, name = os.path.split(os.path.relpath(path, _REPO))
+      shipped.setdefault(folder + '/', set()).add(name[:-len('.gin')])
+    wrong = []
+    for folder in sorted(set(shipped) | set(listed)):
+      wrong += [f'{folder}{stem}.gin is not listed under {folder} in README.md'
+                for stem in sorted(shipped.get(folder, set())
+                                   - listed.get(folder, set()))]
+      wrong += [f'README.md lists {stem!r} under {folder}, not a gin file there'
+                for stem in sorted(listed.get(folder, set())
+                                   - shipped.get(folder, set()))]
+    self.assertEmpty(wrong)
+
+  def test_every_cited_test_exists(self):
+    missing = []
+    for doc in _docs():
+      missing += [f'{os.path.relpath(doc, _REPO)} cites {line}'
+                  for line in _missing_citations(doc)]
+    self.assertEmpty(missing)
+
+  def test_citations_are_read_as_files_and_names(self):
+    text = ('`tests/a_test.py::test_one`, `::test_two`; `tests/b/c_test.py` '
+            '(`test_three`) and `tests/b/c_test.py::Case::test_four`')
+    self.assertEqual(_cited_tests(text), [
+        ('tests/a_test.py', ['test_one']), ('tests/a_test.py', ['test_two']),
+        ('tests/b/c_test.py', []), ('tests/b/c_test.py', ['test_three']),
+        ('tests/b/c_test.py', ['Case', 'test_four'])])
 
   def test_docs_stay_short(self):
     long = []

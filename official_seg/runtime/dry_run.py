@@ -80,19 +80,19 @@ def _batch_line(name, global_batch, replicas):
 def _count_and_time(built, config, train_batch, timed_steps=2):
   """Builds the model_fn once in TRAIN mode on real batches and times steps.
 
-  The model_fn is the one both estimators wrap, so the graph is built in the
-  run's precision. One step warms up; `timed_steps` more are timed.
+  The model_fn and input_fn are the ones both estimators wrap, so the graph
+  is built in the run's precision on the training step's own input (with the
+  unlabeled stream in semi-supervised training). One step warms up;
+  `timed_steps` more are timed.
 
   Returns:
     (trainable parameter count, shape of the images it was built on,
     seconds per training step on this machine).
   """
-  train_fn = input_lib.make_input_fn(
-      built.dataset, True, estimator_lib.make_parser(True, built.dataset))
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
     features, labels = tf.compat.v1.data.make_one_shot_iterator(
-        train_fn(params)).get_next()
+        built.step_input_fn(params)).get_next()
     spec = built.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                           params, config)
     count = sum(int(np.prod(v.shape)) for v in

@@ -19,12 +19,14 @@ from official_seg.semi_supervised import views
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the
 # estimator that exports SavedModels; the TPUEstimator-contract model_fn
-# that both estimators wrap (--dry_run builds it once), with its options and
-# components; and the global batch sizes, for whoever reports or times them.
+# and training input_fn that both estimators wrap (--dry_run builds them once:
+# the training step's own input, the unlabeled stream included), with the
+# model_fn's options and components; and the global batch sizes, for
+# whoever reports or times them.
 Built = collections.namedtuple('Built', [
     'estimator', 'train_input_fn', 'eval_input_fn', 'dataset', 'eval_parser',
     'serving_estimator', 'model_fn', 'options', 'components',
-    'train_batch_size', 'eval_batch_size'])
+    'train_batch_size', 'eval_batch_size', 'step_input_fn'])
 
 
 def per_replica_batch_size(global_batch_size, num_replicas, name):
@@ -192,18 +194,19 @@ def build_estimator(run_config,
   built = functools.partial(
       Built, dataset=dataset, eval_parser=eval_parser, model_fn=model_fn,
       options=options, components=components,
-      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size)
+      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+      step_input_fn=train_fn)
   if isinstance(run_config, tpu_estimator.tpu.RunConfig):
     if replicas:  # On a TPU, known only when num_shards is bound.
       per_replica_batch_size(train_batch_size, replicas,
                              'build_estimator.train_batch_size')
       per_replica_batch_size(eval_batch_size, replicas,
                              'build_estimator.eval_batch_size')
-    estimator, train_fn, eval_fn = tpu_estimator.build(
+    estimator, tpu_train_fn, tpu_eval_fn = tpu_estimator.build(
         model_fn, run_config, train_fn, eval_fn, train_batch_size,
         eval_batch_size)
-    return built(estimator=estimator, train_input_fn=train_fn,
-                 eval_input_fn=eval_fn,
+    return built(estimator=estimator, train_input_fn=tpu_train_fn,
+                 eval_input_fn=tpu_eval_fn,
                  serving_estimator=_serving_estimator(model_fn, run_config))
   check_precision(options.precision, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,

@@ -14,9 +14,9 @@ from official_seg.data import dataset_info
 from official_seg.data import split_metadata
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import config_checks
-from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.semi_supervised import views
 from tests import testing_utils
 
 _REPO = testing_utils.REPO
@@ -59,6 +59,20 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
     # The writer left metadata beside the shards: nothing to compute.
     self.assertNotIn('save this line', report)
+
+  def test_semi_supervised_step_is_built_on_its_own_input(self):
+    # The step reads the unlabeled stream's views: a labeled-only input would
+    # fail in the model_fn with a KeyError naming 'unlabeled/...'. Every
+    # shipped semi-supervised experiment dry-runs in
+    # tests/experiments_dry_run_test.py.
+    testing_utils.parse_tiny_semi_supervised(self.data_dir, 'fixmatch.gin')
+    with testing_utils.recorded_calls(views, 'zip_unlabeled') as calls:
+      report = experiment.run('train_and_eval', self.model_dir,
+                              check_only=True)
+    self.assertLen(calls, 1)
+    self.assertIn('built on training images [2, 33, 33, 3]', report)
+    self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
+    self.assertFalse(os.path.exists(self.model_dir))
 
   def test_shards_without_metadata_get_their_line(self):
     written = split_metadata.read(self.data_dir, 'val')

@@ -103,11 +103,11 @@ class DeepLabMobileNetV3Test(tf.test.TestCase, parameterized.TestCase):
         validation.ConfigurationError,
         'backbones.DeepLabMobileNetV3.output_stride = 8: expected one of 16, '
         '32'):
-      deeplab_mobilenet_v3.DeepLabMobileNetV3(output_stride=8)
+      mobilenet_v3.DeepLabMobileNetV3(output_stride=8)
     with self.assertRaisesRegex(
         validation.ConfigurationError,
         "backbones.DeepLabMobileNetV3.model_id = 'medium'"):
-      deeplab_mobilenet_v3.DeepLabMobileNetV3('medium')
+      mobilenet_v3.DeepLabMobileNetV3('medium')
 
 
 class DeepLabMobileNetV3ImportTest(tf.test.TestCase, parameterized.TestCase):

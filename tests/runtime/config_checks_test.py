@@ -177,6 +177,7 @@ class MistakesTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 # whatever raised it.
 _INJECTED_BUG = """
 import sys
+from official_seg.runtime import estimator
 def broken(*args, **kwargs):
   raise FileNotFoundError('an injected bug inside library code')
 estimator.make_parser = broken

@@ -17,7 +17,7 @@ from official_seg.datasets import synthetic
 # Registers the stand-in of the Xception experiments (see _STAND_INS).
 from official_seg.deeplab import mobilenet_v2  # pylint: disable=unused-import
 from official_seg.runtime import config_checks
-from official_seg.runtime import experiment
+from official_seg.runtime import experiment as experiment_lib
 from official_seg.runtime import gin_config
 from tests import testing_utils
 
@@ -171,7 +171,7 @@ class ExperimentsDryRunTest(tf.test.TestCase, parameterized.TestCase):
     gin_config.parse([experiment], bindings, finalize=False)
     config_checks.check_configuration([experiment], bindings)
     model_dir = os.path.join(self.root, 'model')
-    report = experiment.run('train_and_eval', model_dir, check_only=True)
+    report = experiment_lib.run('train_and_eval', model_dir, check_only=True)
     self.assertIn(f"train: split '{dataset.train_split}' in {data_dir}: 1 "
                   'shards', report)
     self.assertRegex(report, r'model: [\d,]+ trainable parameters')

@@ -6,8 +6,10 @@ import numpy as np
 import tensorflow as tf
 from official.vision.losses import segmentation_losses
 
+from official_seg import validation
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
+from tests.modeling import loss_testing
 
 IGNORE = 255
 # One image, 2x2 pixels, 3 classes; the top-right pixel is ignored.
@@ -122,6 +124,56 @@ class LossesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertGreater(expected, 0)
     self.assertAllClose(float(decay), expected, rtol=1e-4)
     self.assertEqual(float(losses.regularization_loss([])), 0.0)
+
+
+def _numpy_focal(logits, labels, gamma=2.0, class_weights=None):
+  """Lin et al.'s -alpha_y (1 - p_y)^gamma log p_y over valid pixels + 1e-5."""
+  one_hot, valid = loss_testing.one_hot_and_valid(labels)
+  p_y = (loss_testing.softmax(logits) * one_hot).sum(-1)
+  p_y = np.where(valid > 0, p_y, 1.0)  # log 1 = 0 where ignored.
+  weights = np.ones(loss_testing.NUM_CLASSES) if class_weights is None else (
+      np.array(class_weights))
+  alpha = (one_hot * weights).sum(-1)
+  pixel = -alpha * (1.0 - p_y) ** gamma * np.log(p_y)
+  return pixel.sum() / (valid.sum() + 1e-5)
+
+
+class FocalLossTest(loss_testing.LossContract, tf.test.TestCase,
+                    parameterized.TestCase):
+
+  loss = staticmethod(losses.focal_loss)
+  reference = staticmethod(_numpy_focal)
+  settings = (dict(gamma=0.5), dict(gamma=2.0, class_weights=[1.0, 2.0, 8.0]),
+              dict(gamma=5.0))
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters((None,), ([1.0, 2.0, 8.0],))
+  def test_gamma_0_is_cross_entropy(self, class_weights):
+    values = tf.constant(loss_testing.logits(seed=6), tf.float32)
+    labels = tf.constant(loss_testing.LABELS)
+    self.assertAllClose(
+        losses.focal_loss(values, labels, IGNORE, gamma=0.0,
+                          class_weights=class_weights),
+        losses.cross_entropy(values, labels, IGNORE, class_weights),
+        rtol=1e-6)
+
+  @parameterized.parameters(0.0, 0.5, 2.0)
+  def test_certain_pixels_give_a_finite_gradient(self, gamma):
+    # Logits 100 apart: p_y is 1 in float32, where (1 - p)^gamma has an
+    # infinite slope for gamma < 1.
+    values = np.where(np.eye(3)[np.minimum(loss_testing.LABELS[..., 0], 2)],
+                      100.0, 0.0)
+    _, grad = loss_testing.gradient(losses.focal_loss, values, gamma=gamma)
+    self.assertAllEqual(np.isfinite(grad.numpy()), np.ones(values.shape, bool))
+
+  def test_negative_gamma_is_a_configuration_error(self):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                r'focal_loss.gamma = -1.0: expected a number'):
+      losses.focal_loss(tf.zeros([1, 2, 2, 3]), tf.zeros([1, 2, 2, 1], tf.int32),
+                        IGNORE, gamma=-1.0)
 
 
 if __name__ == '__main__':

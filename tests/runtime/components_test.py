@@ -1,5 +1,8 @@
 """Tests for the builders the runtime hands down, and the loss they choose."""
 
+import os
+
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
@@ -7,7 +10,10 @@ import tensorflow as tf
 from official_seg.data import dataset_info
 from official_seg.modeling import inference
 from official_seg.modeling import losses
+from official_seg.modeling import lovasz
+from official_seg.modeling import region_losses
 from official_seg.runtime import components as components_lib
+from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
@@ -105,6 +111,43 @@ class ChosenInGinTest(testing_utils.TinyDataTestCase):
                {'use_tpu': False}, config)
     self.assertLen(_CALLS, 2)
     self.assertEqual(_CALLS[1][0].shape.as_list()[1:3], [33, 33])
+
+
+# gin/losses/: each file and the loss it binds.
+_LOSS_FILES = {
+    'ce_dice.gin': region_losses.ce_dice_loss,
+    'dice.gin': region_losses.dice_loss,
+    'focal.gin': losses.focal_loss,
+    'lovasz.gin': lovasz.lovasz_softmax_loss,
+    'tversky.gin': region_losses.tversky_loss,
+}
+
+
+class LossGinFilesTest(tf.test.TestCase, parameterized.TestCase):
+  """Each file of gin/losses/ alone binds Components.loss to its loss."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_every_file_of_the_folder_is_named_here(self):
+    self.assertCountEqual(
+        os.listdir(os.path.join(gin_config.gin_dir(), 'losses')), _LOSS_FILES)
+
+  @parameterized.parameters(*sorted(_LOSS_FILES))
+  def test_binds_the_loss_with_settings_it_accepts(self, name):
+    gin.parse_config_files_and_bindings(
+        [os.path.join(gin_config.gin_dir(), 'losses', name)], [])
+    loss = components_lib.Components().loss
+    self.assertIs(loss, _LOSS_FILES[name])
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=(2, 9, 9, 1)).astype(np.int32)
+    labels[:, :2] = _IGNORE
+    value = loss(tf.constant(rng.normal(size=(2, 3, 3, 3)), tf.float32),
+                 tf.constant(labels), _IGNORE)
+    self.assertEqual(value.shape, tf.TensorShape([]))
+    self.assertTrue(np.isfinite(value.numpy()))
+
 
 if __name__ == '__main__':
   tf.test.main()

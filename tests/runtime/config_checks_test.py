@@ -77,6 +77,12 @@ _MISTAKES = (
      [], {}, r'InferenceOptions.window_batch_size = 0: expected a '
      r'positive whole number'),
     ('unknown_binding', ['Parser.crop_sise = [9, 9]'], [], {}, r'crop_sise'),
+    # A loss of gin/losses/, refused before the run, not when the model_fn
+    # builds the loss.
+    ('lovasz_classes_unknown', ["lovasz_softmax_loss.classes = 'some'"],
+     ['losses/lovasz.gin'], {},
+     r"lovasz_softmax_loss.classes = 'some': expected one of 'present', "
+     r"'all'"),
     ('tpu_zone_without_tpu', [], [], {'tpu_zone': 'europe-west4-a'},
      r'--tpu_zone or --gcp_project is set but --tpu names no TPU'),
     ('ps_platform_without_cluster', [], ['platforms/parameter_server.gin'],

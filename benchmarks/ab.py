@@ -1,11 +1,15 @@
-"""Two training steps of one experiment, A and B, timed in alternating blocks."""
+"""Training steps of one experiment under other gin settings, timed in alternating blocks."""
 
 import dataclasses
 import statistics
 import time
+
+import gin
 import tensorflow as tf
 
 from benchmarks import profile
+from official_seg.data import storage
+from official_seg.runtime import gin_config
 
 
 @dataclasses.dataclass
@@ -51,6 +55,25 @@ def build_arm(batch_size, model_dir):
   return Arm(graph, session, train_op)
 
 
+def parsed_arm(gin_files, gin_params, model_dir):
+  """The `Arm` of the experiment these gin files and bindings make.
+
+  gin is cleared before and after, so that the next arm starts afresh.
+
+  Args:
+    gin_files: list of str.
+    gin_params: list of str, every binding (the flags' included).
+    model_dir: str, an empty folder of this arm's own.
+  """
+  gin.clear_config()
+  storage.set_gcs_plugin_defaults()
+  gin_config.parse(gin_files, gin_params)
+  arm = build_arm(gin_config.binding('build_estimator.train_batch_size'),
+                  model_dir)
+  gin.clear_config()
+  return arm
+
+
 def block_seconds(arms, blocks, block_steps):
   """Runs `block_steps` steps of each arm in turn, `blocks` times.
 
@@ -58,7 +81,7 @@ def block_seconds(arms, blocks, block_steps):
   load, block by block.
 
   Args:
-    arms: list of two `Arm`s.
+    arms: list of `Arm`s.
     blocks: int, blocks per arm.
     block_steps: int, steps in a block.
 

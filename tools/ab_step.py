@@ -24,12 +24,10 @@ import tempfile
 
 from absl import app
 from absl import flags
-import gin
 
 from benchmarks import ab
 from benchmarks import report
 from official_seg import flags as seg_flags
-from official_seg.runtime import gin_config
 
 # --gin_file and --gin_param: arm A; --data_dir: both arms' shards.
 flags.adopt_module_key_flags(seg_flags)
@@ -53,14 +51,9 @@ def _build(gin_files, b_gin_params, model_dir):
     b_gin_params: list of str, bindings after --gin_param (arm B's own).
     model_dir: str, the arm's folder.
   """
-  gin.clear_config()
   steps = (FLAGS.blocks + FLAGS.warmup_blocks) * FLAGS.block_steps
-  seg_flags.parse_gin(gin_files, list(b_gin_params) + [
-      f'TRAIN_STEPS = {steps}'])
-  arm = ab.build_arm(
-      gin_config.binding('build_estimator.train_batch_size'), model_dir)
-  gin.clear_config()
-  return arm
+  return ab.parsed_arm(gin_files, seg_flags.gin_params(
+      list(b_gin_params) + [f'TRAIN_STEPS = {steps}']), model_dir)
 
 
 def main(argv):

@@ -171,6 +171,20 @@ class ForegroundTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllEqual(_crops(_parser((9, 9), sampling), decoded,
                                  range(12)), plain)
 
+  def test_the_centred_window_moves_only_to_stay_inside(self):
+    # A 21x31 label scaled to 41x61: pixel p lands at round(p * 40 / 20)
+    # down and round(p * 60 / 30) across; windows of 9x9 in 41x61.
+    for pixel, expected in (((10, 15), (16, 26)), ((1, 0), (0, 0)),
+                            ((20, 30), (32, 52))):
+      got = crop_sampling.centred_window(
+          tf.constant(pixel), tf.constant([21, 31]), tf.constant([41, 61]),
+          (9, 9))
+      self.assertAllEqual(got, expected)
+    # Smaller than the crop: the only window of the padded image.
+    self.assertAllEqual(crop_sampling.centred_window(
+        tf.constant([3, 3]), tf.constant([5, 5]), tf.constant([5, 5]),
+        (9, 9)), [0, 0])
+
   def test_the_share_of_centred_crops_is_the_setting(self):
     label = np.zeros((64, 64), np.uint8)
     label[40, 20] = 1

@@ -39,7 +39,7 @@ def _class_ids(value):
         _class_ids, 'a list of class ids (0 to 255); [] is every class '
         'but 0 and the ignore label'))
 class CropSampling:
-  """Where a training crop lies: re-drawn off one class, or centred on a rare one.
+  """Where a training crop lies: drawn again off one class, or on a rare one.
 
   The runtime builds it in the `train/` gin scope and hands it to the
   training `Parser`; both settings are off by default, which leaves the

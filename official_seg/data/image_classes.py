@@ -12,7 +12,8 @@ from official_seg.data import storage
 # How to write the file for shards made elsewhere; the dataset writers
 # (build_tfrecords, make_synthetic_dataset, make_scarce_dataset,
 # make_labeled_subset) write it with the shards.
-WRITE_COMMAND = 'dataset_stats --gin_file=<your dataset.gin> --write_image_classes'
+WRITE_COMMAND = ('dataset_stats --gin_file=<your dataset.gin> '
+                 '--write_image_classes')
 
 
 def path(data_dir, split):

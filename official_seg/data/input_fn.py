@@ -245,16 +245,18 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
                           is_training, is_training and not cache_decoded,
                           cycle_length, seed, skip_corrupt)
   if is_training and not cache_decoded:
-    records = _shuffled(records, lambda r: tfexample.Decoder().encoded(r)[2],
-                        factors, shuffle_buffer_size, seed)
+    records = repeat_factors.shuffled(records, tfexample.record_filename,
+                                      factors, shuffle_buffer_size, seed,
+                                      skip_corrupt)
   decoder = tfexample.Decoder(label_optional=parser.label_optional)
   if skip_corrupt or cache_decoded:
     examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
                         cache_filename, f"split {split!r} of {data_dir}")
     parse = parser
     if is_training and cache_decoded and factors:
-      examples = _shuffled(examples.repeat(), lambda e: e['filename'],
-                           factors, shuffle_buffer_size, seed)
+      examples = repeat_factors.shuffled(examples.repeat(),
+                                         lambda e: e['filename'], factors,
+                                         shuffle_buffer_size, seed)
     elif is_training and cache_decoded:
       examples = examples.shuffle(shuffle_buffer_size, seed=seed).repeat()
   else:
@@ -276,13 +278,6 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
     dataset = dataset.map(
         lambda f, l: pad_batch(f, l, batch_size, parser.ignore_label))
   return dataset.prefetch(AUTOTUNE)
-
-
-def _shuffled(dataset, key_fn, factors, buffer_size, seed):
-  """Shuffled, each element first repeated by its factor when given."""
-  if factors:
-    dataset = repeat_factors.repeated(dataset, key_fn, factors, seed)
-  return dataset.shuffle(buffer_size, seed=seed)
 
 
 def _decoded(records, decoder, skip_corrupt, cache, cache_filename, name):

@@ -84,7 +84,7 @@ def _factor_lookup(factors):
   return lookup
 
 
-def repeated(dataset, key_fn, factors, seed=None):
+def repeated(dataset, key_fn, factors, seed=None, skip_errors=False):
   """Each element `floor(r)` or `floor(r) + 1` times, by its factor r.
 
   Stochastic rounding as detectron2's RepeatFactorTrainingSampler: one more
@@ -100,6 +100,9 @@ def repeated(dataset, key_fn, factors, seed=None):
     factors: `SplitFactors`; a filename it lacks repeats once.
     seed: optional int; with it, the rounding of the element at position i
       of this stream is stateless from (seed, i).
+    skip_errors: bool; drop an element whose key fails (a record that is no
+      Example, with `build_dataset.skip_corrupt`), logged by tf.data, instead
+      of stopping.
 
   Returns:
     The dataset of repeated elements.
@@ -122,6 +125,17 @@ def repeated(dataset, key_fn, factors, seed=None):
     return element, copies
 
   counted = dataset.enumerate().map(count, num_parallel_calls=tf.data.AUTOTUNE)
+  if skip_errors:
+    counted = counted.ignore_errors(log_warning=True)
   return counted.flat_map(
       lambda element, copies: tf.data.Dataset.from_tensors(element).repeat(
           copies))
+
+
+def shuffled(dataset, key_fn, factors, buffer_size, seed=None,
+             skip_errors=False):
+  """The training stream shuffled, each element first `repeated` when
+  `factors` is given (None: shuffled only); arguments as `repeated`'s."""
+  if factors:
+    dataset = repeated(dataset, key_fn, factors, seed, skip_errors)
+  return dataset.shuffle(buffer_size, seed=seed)

@@ -4,6 +4,7 @@ import collections
 import os
 import re
 
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
@@ -243,7 +244,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
     self.assertAllClose(features['unlabeled/strong_image'],
                         features['unlabeled/image'], atol=1e-4)
 
-class RepeatFactorThresholdTest(tf.test.TestCase):
+class RepeatFactorThresholdTest(tf.test.TestCase, parameterized.TestCase):
   """build_dataset repeats training images by the split's repeat factors."""
 
   def setUp(self):
@@ -268,13 +269,15 @@ class RepeatFactorThresholdTest(tf.test.TestCase):
     self.parser = preprocess.Parser(True, 255, 3, crop_size=(16, 16),
                                     random_flip=False)
 
-  def test_images_repeat_by_their_factor_in_a_one_shot_iterator(self):
+  @parameterized.named_parameters(
+      ('records', {}), ('cached', {'cache_decoded': True}))
+  def test_images_repeat_by_their_factor_in_a_one_shot_iterator(self, kwargs):
     # Class 2 is in 1 of 4 images: at threshold 1 that image repeats
     # sqrt(1 / 0.25) = 2 times an epoch; class 0 and 1 are in all.
     with tf.Graph().as_default():
       dataset = input_lib.build_dataset(
           1, self.parser, self.data_dir, 'train', shuffle_buffer_size=1,
-          seed=0, repeat_factor_threshold=1.0)
+          seed=0, repeat_factor_threshold=1.0, **kwargs)
       heights = tf.compat.v1.data.make_one_shot_iterator(
           dataset).get_next()[0]['height']
       with tf.compat.v1.Session() as session:

@@ -30,6 +30,21 @@ BINARY_TIMEOUT_SECS = 600
 TINY_SIZES = {'min_size': 24, 'max_size': 40}
 
 
+def shard_image_labels(data_dir, split):
+  """{record filename: its label values with pixels} of a split, read from
+  its shards by NumPy: the reference of the `image_classes` files."""
+  decoder = tfexample.Decoder()
+  found = {}
+  for record in tf.data.TFRecordDataset(
+      input_lib.list_shards(data_dir, split)):
+    _, label, name = (t.numpy() for t in decoder.encoded(record))
+    name = name.decode('utf-8')
+    label = tf.io.decode_png(label).numpy()
+    values = np.flatnonzero(np.bincount(label.ravel()))
+    found[name] = sorted(set(found.get(name, [])) | set(values.tolist()))
+  return found
+
+
 def write_tiny_dataset(data_dir, num_train=8, num_val=5, num_shards=2,
                        image_format='png'):
   """Writes train and val shards of small synthetic images into `data_dir`."""

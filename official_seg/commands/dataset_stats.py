@@ -1,8 +1,10 @@
-"""Prints class frequencies, image sizes and suggested class weights of a split.
+"""Prints class frequencies, image sizes, class weights and sampling settings of a split.
 
   dataset_stats --gin_file=gin/datasets/pascal_voc.gin
   dataset_stats --data_dir=data/mine --split=train \
     --num_classes=5 --chart=/tmp/mine.png
+  dataset_stats --gin_file=data/mine/dataset.gin \
+    --sampling_gin=data/mine/sampling.gin --write_image_classes
 """
 
 
@@ -13,7 +15,9 @@ from absl import flags
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
+from official_seg.data import image_classes
 from official_seg.data import storage
+from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats
 from official_seg.evaluation import visualize
 
@@ -29,6 +33,13 @@ flags.DEFINE_integer('ignore_label', None, 'Ignore label; default '
                      'IGNORE_LABEL, else 255.', flag_values=FLAGS)
 flags.DEFINE_string('chart', 'class_frequencies.png',
                     'Where to save the bar chart (PNG).', flag_values=FLAGS)
+flags.DEFINE_string('sampling_gin', None,
+                    'Also write the suggested sampling settings as this gin '
+                    'file.', flag_values=FLAGS)
+flags.DEFINE_boolean('write_image_classes', False,
+                     'Also write <split>-image-classes.json (the label values '
+                     'of each image) beside the shards, which repeat factors '
+                     'read.', flag_values=FLAGS)
 
 
 def dataset():
@@ -55,6 +66,8 @@ def _main(argv):
   is a ConfigurationError."""
   del argv  # The program alone (command_line.run).
   storage.check_output('--chart', FLAGS.chart, folder=False)
+  if FLAGS.sampling_gin:
+    storage.check_output('--sampling_gin', FLAGS.sampling_gin, folder=False)
   info = dataset()
   result = stats.compute_stats(info.data_dir, info.train_split,
                                info.num_classes, info.ignore_label)
@@ -64,6 +77,22 @@ def _main(argv):
   visualize.save_class_share_chart(stats.class_shares(result),
                                    info.class_names, FLAGS.chart, title)
   print(f'Chart: {FLAGS.chart}')
+  _sampling(result, info, title)
+
+
+def _sampling(result, info, title):
+  """Prints the suggested sampling settings; writes them, and the label
+  values of each image, when the flags ask."""
+  suggestions = sampling_advice.suggest(result, info.class_names,
+                                        info.ignore_label)
+  print(sampling_advice.format_suggestions(suggestions))
+  if FLAGS.sampling_gin:
+    storage.write_whole(FLAGS.sampling_gin,
+                        sampling_advice.gin_snippet(suggestions, title))
+    print(f'Sampling settings: {FLAGS.sampling_gin}')
+  if FLAGS.write_image_classes:
+    print('Classes of each image: ' + image_classes.write(
+        info.data_dir, info.train_split, result.image_labels))
 
 
 def main(argv=None):

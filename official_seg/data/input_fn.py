@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import preprocess
+from official_seg.data import repeat_factors
 from official_seg.data import tfexample
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -197,7 +198,8 @@ def _read_records(files, input_context, is_training, repeat, cycle_length,
                             'input_context'])
 def build_dataset(batch_size, parser, data_dir, split, input_context=None,
                   shuffle_buffer_size=256, cycle_length=8, seed=None,
-                  cache_decoded=False, cache_filename='', skip_corrupt=False):
+                  cache_decoded=False, cache_filename='', skip_corrupt=False,
+                  repeat_factor_threshold=0.0):
   """Builds the dataset of one split.
 
   Args:
@@ -222,26 +224,40 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
     skip_corrupt: bool; drop examples that fail to read or decode instead of
       stopping, and log how many (see `skip_corrupt_examples`). A damaged
       record in a shard drops the rest of that shard, logged by tf.data.
+    repeat_factor_threshold: float; above 0, training repeats each image by
+      LVIS's repeat factor (`repeat_factors`, from the split's
+      `image_classes` file) before the shuffle. 0 is off.
 
   Returns:
     A `tf.data.Dataset` of (features, labels) with static shapes.
 
   Raises:
-    validation.MissingFileError: no shard of the split exists in `data_dir`.
+    validation.MissingFileError: no shard of the split exists in `data_dir`,
+      or the `image_classes` file that `repeat_factor_threshold` needs.
   """
   is_training = parser.is_training
   deterministic = not is_training or seed is not None
+  factors = (repeat_factors.split_factors(data_dir, split,
+                                          repeat_factor_threshold,
+                                          parser.ignore_label)
+             if is_training and repeat_factor_threshold > 0 else None)
   records = _read_records(list_shards(data_dir, split), input_context,
                           is_training, is_training and not cache_decoded,
                           cycle_length, seed, skip_corrupt)
   if is_training and not cache_decoded:
-    records = records.shuffle(shuffle_buffer_size, seed=seed)
+    records = repeat_factors.shuffled(records, tfexample.record_filename,
+                                      factors, shuffle_buffer_size, seed,
+                                      skip_corrupt)
   decoder = tfexample.Decoder(label_optional=parser.label_optional)
   if skip_corrupt or cache_decoded:
     examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
                         cache_filename, f"split {split!r} of {data_dir}")
     parse = parser
-    if is_training and cache_decoded:
+    if is_training and cache_decoded and factors:
+      examples = repeat_factors.shuffled(examples.repeat(),
+                                         lambda e: e['filename'], factors,
+                                         shuffle_buffer_size, seed)
+    elif is_training and cache_decoded:
       examples = examples.shuffle(shuffle_buffer_size, seed=seed).repeat()
   else:
     examples = records

@@ -9,7 +9,7 @@ from official_seg.data import image_ops
 
 
 @gin.configurable(denylist=['is_training', 'ignore_label', 'num_classes',
-                            'window_size'])
+                            'window_size', 'crop_sampling'])
 @validation.checked(
     crop_size=validation.SIZE,
     min_scale_factor=validation.POSITIVE_NUMBER,
@@ -42,7 +42,8 @@ class Parser:
                resize_factor=None,
                mean_rgb=preprocess_ops.MEAN_RGB,
                stddev_rgb=preprocess_ops.STDDEV_RGB,
-               window_size=None):
+               window_size=None,
+               crop_sampling=None):
     """Initializes the parser.
 
     Args:
@@ -72,6 +73,9 @@ class Parser:
         WINDOW_SIZE), never bound here. Evaluation then pads an image larger than `crop_size` to its own
         size instead of failing, and a batch to its largest image, so the
         eval images have no static height and width.
+      crop_sampling: optional `crop_sampling.CropSampling` of the training
+        crop, passed by the runtime (built in the `train/` scope), never
+        bound here. None keeps DeepLab's uniform crop.
 
     Raises:
       validation.ConfigurationError: a value of the wrong form, an empty
@@ -93,6 +97,8 @@ class Parser:
     self._mean_rgb = mean_rgb
     self._stddev_rgb = stddev_rgb
     self._pads_larger_images = window_size is not None and not is_training
+    self._crop_sampling = (crop_sampling if is_training and crop_sampling
+                           and crop_sampling.is_active else None)
 
   def largest_size(self, height, width):
     """The largest (height, width) it resizes images within height x width to.
@@ -235,6 +241,10 @@ class Parser:
                    tf.int32)
     offset, flipped = image_ops.random_crop_window(size, self._crop_size,
                                          self._random_flip, crop_seed)
+    if self._crop_sampling:
+      offset = self._crop_sampling.offset(label, size, self._crop_size,
+                                          offset, crop_seed,
+                                          self._ignore_label)
     pad = tf.maximum(offset + self._crop_size - size, 0)
     inside = tf.constant(self._crop_size) - pad
     box = image_ops.crop_box(size, offset, inside, flipped)[None]

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tqdm
 
 from official_seg import validation
+from official_seg.data import image_classes
 from official_seg.data import input_fn
 from official_seg.data import storage
 from official_seg.data import tfexample
@@ -32,7 +33,8 @@ class Tally:
 
   Writers that hold each image's size and label counts add them here rather
   than re-reading the shards they wrote; `compute` uses it too, so both give
-  the same dict.
+  the same dict. Given each record's filename, it keeps the label values of
+  each image too (`image_labels`, the `image_classes` file).
   """
 
   def __init__(self):
@@ -40,19 +42,24 @@ class Tally:
     self.max_height = 0
     self.max_width = 0
     self.label_counts = np.zeros(_LABEL_VALUES, np.int64)
+    self.image_labels = {}
 
-  def add(self, height, width, label_counts):
+  def add(self, height, width, label_counts, filename=None):
     """Adds one image.
 
     Args:
       height: int, image height in pixels.
       width: int, image width in pixels.
       label_counts: int [256], pixels of each label value of its label map.
+      filename: optional str, the record's filename (`image/filename`).
     """
     self.num_images += 1
     self.max_height = max(self.max_height, int(height))
     self.max_width = max(self.max_width, int(width))
     self.label_counts += np.asarray(label_counts, np.int64)
+    if filename is not None:
+      image_classes.merged(self.image_labels, filename,
+                           image_classes.values_present(label_counts))
 
   def metadata(self, split):
     """The metadata dict of the images added so far (see `compute`)."""
@@ -169,6 +176,18 @@ def write(data_dir, split, metadata):
     str, the path written.
   """
   return storage.write_whole(path(data_dir, split), line(metadata) + '\n')
+
+
+def write_tally(data_dir, split, tally):
+  """Writes the metadata file of a split from a `Tally`, and its
+  `image_classes` file when the tally was given the records' filenames.
+
+  Returns:
+    str, the metadata file's path.
+  """
+  if tally.image_labels:
+    image_classes.write(data_dir, split, tally.image_labels)
+  return write(data_dir, split, tally.metadata(split))
 
 
 def _is_int(value):

@@ -139,6 +139,20 @@ def decode_rgb(encoded):
   return tf.io.decode_image(encoded, channels=3, expand_animations=False)
 
 
+def record_filename(serialized):
+  """The `image/filename` of a serialized example, nothing else read or checked.
+
+  Decoded as `Decoder` decodes it (invalid UTF-8 replaced), so the two agree.
+
+  Raises:
+    tf.errors.DataLossError: at run time, for bytes that are not an Example.
+  """
+  values, _ = example_proto.parse(serialized, {IMAGE_FILENAME: b''}, {})
+  return tf.strings.unicode_transcode(
+      values[IMAGE_FILENAME], input_encoding='UTF-8', output_encoding='UTF-8',
+      errors='replace')
+
+
 def _assert_with_filename(condition, filename, message):
   """An Assert whose message names the example, as errors here must."""
   return tf.debugging.Assert(

@@ -119,7 +119,7 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
     bar = tqdm.tqdm(_encoded(pairs, encode_fn, num_workers), total=len(pairs),
                     desc=split, unit='img', disable=not progress)
     for item in bar:
-      tally.add(item.height, item.width, item.class_counts)
+      tally.add(item.height, item.width, item.class_counts, item.name)
       yield tfexample.make_example(item.image_bytes, item.label_bytes,
                                    item.name, item.image_format, item.height,
                                    item.width)
@@ -148,7 +148,7 @@ def write_split(examples, output_dir, split, num_shards, tally):
   """
   try:
     written = tfexample.write_shards(examples, output_dir, split, num_shards)
-    split_metadata.write(output_dir, split, tally.metadata(split))
+    split_metadata.write_tally(output_dir, split, tally)
   except BaseException:
     for index in range(num_shards):
       path = tfexample.shard_path(output_dir, split, index, num_shards)

@@ -178,12 +178,14 @@ def examples(num_images, seed, image_format='png', tally=None,
   encode = tf.io.encode_jpeg if image_format == 'jpeg' else tf.io.encode_png
   for index in range(num_images):
     image, label, _ = make_sample(rng, **sample_kwargs)
+    filename = f'scarce_{seed}_{index:06d}.{image_format[:3]}'
     if tally is not None:
-      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256))
+      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256),
+                filename)
     yield tfexample.make_example(
         image_bytes=encode(image).numpy(),
         label_bytes=tf.io.encode_png(label[..., None]).numpy(),
-        filename=f'scarce_{seed}_{index:06d}.{image_format[:3]}',
+        filename=filename,
         image_format=image_format, height=image.shape[0],
         width=image.shape[1])
 

@@ -5,24 +5,28 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import image_classes
 from official_seg.data import input_fn
 from official_seg.data import tfexample
 
 # class_pixels: int64 [C], labelled pixels of each class; present_pixels:
 # int64 [C], valid pixels of the images in which the class occurs;
-# ignore_pixels: int; sizes: Counter of (height, width).
+# ignore_pixels: int; sizes: Counter of (height, width); image_labels: dict
+# of record filename to its label values with pixels (`image_classes`).
 Stats = collections.namedtuple(
     'Stats', ['num_images', 'class_pixels', 'present_pixels', 'ignore_pixels',
-              'sizes'])
+              'sizes', 'image_labels'])
 _SIDE_BIN = 100
 
 
 def _label_counts(serialized):
-  """The label size and value histogram of one record, without the image."""
-  label = tfexample.Decoder().decode_label(serialized)
+  """The label size, value histogram and filename of one record, without
+  decoding the image."""
+  _, label_bytes, filename = tfexample.Decoder().encoded(serialized)
+  label = tf.io.decode_png(label_bytes, channels=1)
   counts = tf.math.bincount(tf.cast(label, tf.int32), minlength=256,
                             maxlength=256, dtype=tf.int64)
-  return tf.shape(label)[:2], counts
+  return tf.shape(label)[:2], counts, filename
 
 
 def compute_stats(data_dir, split, num_classes, ignore_label):
@@ -47,7 +51,10 @@ def compute_stats(data_dir, split, num_classes, ignore_label):
   class_pixels = np.zeros(num_classes, np.int64)
   present_pixels = np.zeros(num_classes, np.int64)
   ignore_pixels, num_images, sizes = 0, 0, collections.Counter()
-  for size, counts in dataset.as_numpy_iterator():
+  image_labels = {}
+  for size, counts, filename in dataset.as_numpy_iterator():
+    image_classes.merged(image_labels, filename.decode('utf-8'),
+                         image_classes.values_present(counts))
     ignore_pixels += int(counts[ignore_label])
     counts = counts[:num_classes].copy()
     if ignore_label < num_classes:
@@ -56,7 +63,8 @@ def compute_stats(data_dir, split, num_classes, ignore_label):
     present_pixels += np.where(counts > 0, counts.sum(), 0)
     sizes[tuple(int(s) for s in size)] += 1
     num_images += 1
-  return Stats(num_images, class_pixels, present_pixels, ignore_pixels, sizes)
+  return Stats(num_images, class_pixels, present_pixels, ignore_pixels, sizes,
+               image_labels)
 
 
 def median_frequency_weights(stats):

@@ -249,7 +249,8 @@ def write_shards(data_dir, split, name, labels, indices, num_shards):
   keep = set(labels.positions[np.asarray(indices)].tolist())
   tally = split_metadata.Tally()
   for row in np.sort(indices):
-    tally.add(*labels.sizes[row], labels.label_counts[row])
+    tally.add(*labels.sizes[row], labels.label_counts[row],
+              labels.names[row])
   files = input_fn.list_shards(data_dir, split)
   convert.clear_shards(data_dir, name, overwrite=True)
 

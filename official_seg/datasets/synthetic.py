@@ -89,8 +89,8 @@ def examples(num_images, seed, image_format='jpeg', tally=None,
     num_images: int, how many examples.
     seed: int, seeds the generator so a split is reproducible.
     image_format: 'jpeg' or 'png'.
-    tally: optional `split_metadata.Tally`, given each image's size and
-      label counts as it is yielded.
+    tally: optional `split_metadata.Tally`, given each image's size, label
+      counts and filename as it is yielded.
     **sample_kwargs: passed to `make_sample`.
 
   Yields:
@@ -100,12 +100,14 @@ def examples(num_images, seed, image_format='jpeg', tally=None,
   encode = tf.io.encode_jpeg if image_format == 'jpeg' else tf.io.encode_png
   for index in range(num_images):
     image, label = make_sample(rng, **sample_kwargs)
+    filename = f'synthetic_{seed}_{index:06d}.{image_format[:3]}'
     if tally is not None:
-      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256))
+      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256),
+                filename)
     yield tfexample.make_example(
         image_bytes=encode(image).numpy(),
         label_bytes=tf.io.encode_png(label[..., None]).numpy(),
-        filename=f'synthetic_{seed}_{index:06d}.{image_format[:3]}',
+        filename=filename,
         image_format=image_format,
         height=image.shape[0],
         width=image.shape[1])
@@ -148,5 +150,5 @@ def write_splits(output_dir, splits, num_shards, make_examples, first_seed=0):
     tally = split_metadata.Tally()
     written[split] = tfexample.write_shards(
         make_examples(count, seed, tally), output_dir, split, num_shards)
-    split_metadata.write(output_dir, split, tally.metadata(split))
+    split_metadata.write_tally(output_dir, split, tally)
   return written

@@ -7,6 +7,7 @@ import gin
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import crop_sampling
 from official_seg.data import dataset_info
 from official_seg.data import input_fn as input_lib
 from official_seg.data import preprocess
@@ -101,7 +102,8 @@ def make_parser(is_training, dataset, window_size=None):
 
   Built inside the `train/` or `eval/` gin scope, so the two parsers take
   their own crop size and augmentation; the dataset's class count and
-  ignore label are passed in, never bound in gin.
+  ignore label are passed in, never bound in gin. The training parser gets
+  the `CropSampling` of its scope.
 
   Args:
     is_training: bool.
@@ -113,9 +115,10 @@ def make_parser(is_training, dataset, window_size=None):
     A `preprocess.Parser`.
   """
   with gin.config_scope('train' if is_training else 'eval'):
+    sampling = crop_sampling.CropSampling() if is_training else None
     return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
                              num_classes=dataset.num_classes,
-                             window_size=window_size)
+                             window_size=window_size, crop_sampling=sampling)
 
 
 @gin.configurable(denylist=['dataset', 'labeled_batch_size'])

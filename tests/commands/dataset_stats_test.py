@@ -6,6 +6,7 @@ from PIL import Image
 import tensorflow as tf
 
 from official_seg.commands import dataset_stats
+from official_seg.data import image_classes
 from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests.commands import command_testing
@@ -49,6 +50,20 @@ class DatasetStatsToolTest(testing_utils.TinyDataTestCase):
     self.assertIn(f"Split 'val' of {self.data_dir}", printed)
     self.assertIn('2 images', printed)
     self.assertRegex(printed, r'3 class_3\s+\d')
+
+  def test_sampling_settings_are_printed_and_written_on_request(self):
+    classes_file = image_classes.path(self.data_dir, 'train')
+    os.remove(classes_file)  # As for shards made elsewhere.
+    snippet = os.path.join(self.create_tempdir().full_path, 'sampling.gin')
+    printed = self._run(gin_file=['gin/datasets/synthetic.gin'],
+                        gin_param=[f"DATA_DIR = '{self.data_dir}'"],
+                        sampling_gin=snippet, write_image_classes=True)
+    self.assertIn('Suggested sampling settings', printed)
+    self.assertIn('CropSampling.cat_max_ratio = ', printed)
+    with open(snippet) as f:
+      self.assertIn('import official_seg.data.crop_sampling\n', f.read())
+    self.assertEqual(image_classes.read(self.data_dir, 'train', 'S'),
+                     testing_utils.shard_image_labels(self.data_dir, 'train'))
 
   def test_a_chart_path_that_is_a_folder_is_named_before_any_work(self):
     # A process: the exit status and stderr that the user sees.

@@ -1,14 +1,20 @@
 """Tests for the input_fn: shards, static shapes, exact eval batches, errors."""
 
+import collections
 import os
+import re
 
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import dataset_info
+from official_seg.data import image_classes
 from official_seg.data import input_fn as input_lib
+from official_seg.data import preprocess
+from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.datasets import synthetic
 from official_seg.runtime import estimator
@@ -237,6 +243,61 @@ class InputFnTest(testing_utils.TinyDataTestCase):
     features, _ = next(iter(input_fn({'batch_size': 2})))
     self.assertAllClose(features['unlabeled/strong_image'],
                         features['unlabeled/image'], atol=1e-4)
+
+class RepeatFactorThresholdTest(tf.test.TestCase, parameterized.TestCase):
+  """build_dataset repeats training images by the split's repeat factors."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.data_dir = self.create_tempdir().full_path
+    # Four images of heights 10-13, each of classes 0 and 1; the first
+    # holds class 2 too. One shard: an epoch ends before the next starts.
+    tally, examples = split_metadata.Tally(), []
+    for index in range(4):
+      label = np.ones((10 + index, 12), np.uint8)
+      label[0, :3] = 0
+      label[5, 5] = 2 if index == 0 else 1
+      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256),
+                f'{index}.png')
+      examples.append(tfexample.make_example(
+          tf.io.encode_png(np.zeros(label.shape + (3,), np.uint8)).numpy(),
+          tf.io.encode_png(label[..., None]).numpy(), f'{index}.png', 'png',
+          *label.shape))
+    tfexample.write_shards(examples, self.data_dir, 'train', 1)
+    split_metadata.write_tally(self.data_dir, 'train', tally)
+    self.parser = preprocess.Parser(True, 255, 3, crop_size=(16, 16),
+                                    random_flip=False)
+
+  @parameterized.named_parameters(
+      ('records', {}), ('cached', {'cache_decoded': True}))
+  def test_images_repeat_by_their_factor_in_a_one_shot_iterator(self, kwargs):
+    # Class 2 is in 1 of 4 images: at threshold 1 that image repeats
+    # sqrt(1 / 0.25) = 2 times an epoch; class 0 and 1 are in all.
+    with tf.Graph().as_default():
+      dataset = input_lib.build_dataset(
+          1, self.parser, self.data_dir, 'train', shuffle_buffer_size=1,
+          seed=0, repeat_factor_threshold=1.0, **kwargs)
+      heights = tf.compat.v1.data.make_one_shot_iterator(
+          dataset).get_next()[0]['height']
+      with tf.compat.v1.Session() as session:
+        got = [int(session.run(heights)[0]) for _ in range(15)]
+    self.assertEqual(collections.Counter(got), {10: 6, 11: 3, 12: 3, 13: 3})
+
+  def test_a_missing_image_classes_file_is_named_with_its_command(self):
+    path = image_classes.path(self.data_dir, 'train')
+    os.remove(path)
+    with self.assertRaisesRegex(
+        validation.MissingFileError,
+        '^build_dataset.repeat_factor_threshold = 0.1 needs '
+        f'{re.escape(path)} .*dataset_stats .*--write_image_classes'):
+      input_lib.build_dataset(1, self.parser, self.data_dir, 'train',
+                              repeat_factor_threshold=0.1)
+    # Evaluation reads each image once whatever the setting.
+    eval_parser = preprocess.Parser(False, 255, 3, crop_size=(16, 16))
+    input_lib.build_dataset(1, eval_parser, self.data_dir, 'train',
+                            repeat_factor_threshold=0.1)
+
 
 if __name__ == '__main__':
   tf.test.main()

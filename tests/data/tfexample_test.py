@@ -136,6 +136,21 @@ class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
       tfexample.Decoder().decode_label(tf.constant(
           example.SerializeToString()))
 
+  def test_record_filename_reads_the_name_alone(self):
+    # Bytes that are no image pass: nothing but the name is read.
+    example = tfexample.make_example(b'not an image', b'', 'a\u00e9.png',
+                                     'png', 1, 1)
+    example.features.feature[tfexample.IMAGE_FILENAME].bytes_list.value[
+        0] = b'bad\xff.png'
+    self.assertEqual(tfexample.record_filename(tf.constant(
+        example.SerializeToString())).numpy(), 'bad\ufffd.png'.encode())
+    good = _example(np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2, 1),
+                                                            np.uint8),
+                    'b\u00e9.png').SerializeToString()
+    self.assertEqual(tfexample.record_filename(tf.constant(good)).numpy(),
+                     tfexample.Decoder().decode(tf.constant(good))[
+                         'filename'].numpy())
+
   def test_write_shards_names_and_counts(self):
     out = self.create_tempdir().full_path
     examples = [_example(np.zeros((2, 2, 3), np.uint8),

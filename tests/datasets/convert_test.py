@@ -9,12 +9,14 @@ from PIL import Image
 import tensorflow as tf
 
 from official_seg.data import dataset_info
+from official_seg.data import image_classes
 from official_seg.data import layouts
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.datasets import colour_masks
 from official_seg.datasets import convert
 from official_seg.runtime import gin_config
+from tests import testing_utils
 
 # VOC's colour map for the indices used here: the palette colour of index 1
 # is dark red, whose grey value (38) is no class, so reading RGB would fail.
@@ -199,6 +201,8 @@ class ConvertLayoutsTest(tf.test.TestCase, parameterized.TestCase):
                     label_dir=os.path.join(self.root, 'mask'))
     written = split_metadata.read(self.out, 'train')
     self.assertEqual(written, split_metadata.compute(self.out, 'train'))
+    self.assertEqual(image_classes.read(self.out, 'train', 'S'),
+                     testing_utils.shard_image_labels(self.out, 'train'))
     counts = np.bincount(np.concatenate([l.ravel() for l in labels]))
     self.assertEqual(written['label_histogram'],
                      {str(v): int(counts[v]) for v in np.flatnonzero(counts)})

@@ -5,8 +5,10 @@ import colorsys
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import image_classes
 from official_seg.data import tfexample
 from official_seg.datasets import scarce
+from tests import testing_utils
 
 _SAMPLES = 30
 
@@ -95,6 +97,8 @@ class ScarceTest(tf.test.TestCase):
     written = scarce.write_dataset(output, {'train': 3, 'val': 2},
                                    num_shards=2)
     self.assertEqual(written, {'train': 3, 'val': 2})
+    self.assertEqual(image_classes.read(output, 'train', 'S'),
+                     testing_utils.shard_image_labels(output, 'train'))
     records = tf.data.TFRecordDataset(
         tf.io.gfile.glob(f'{output}/train-*.tfrecord'))
     decoder = tfexample.Decoder()

@@ -46,6 +46,11 @@ class StatsTest(tf.test.TestCase):
     self.assertAllEqual(self.stats.present_pixels, present)
     self.assertEqual(self.stats.sizes, {(20, 30): 2, (33, 24): 1})
 
+  def test_image_labels_are_each_records_values(self):
+    self.assertEqual(self.stats.image_labels,
+                     {f'{i}.png': sorted(np.unique(label).tolist())
+                      for i, label in enumerate(self.labels)})
+
   def test_median_frequency_weights(self):
     freq = self.stats.class_pixels[:3] / self.stats.present_pixels[:3]
     weights = stats.median_frequency_weights(self.stats)

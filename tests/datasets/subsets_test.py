@@ -10,6 +10,7 @@ from PIL import Image
 import tensorflow as tf
 
 from official_seg.data import input_fn
+from official_seg.data import image_classes
 from official_seg.data import layouts
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
@@ -173,6 +174,9 @@ class ShardsTest(testing_utils.TinyDataTestCase):
       self.assertEqual(decoded['label'].shape[:2], decoded['image'].shape[:2])
     self.assertEqual(split_metadata.read(self.data_dir, 'train_4'),
                      split_metadata.compute(self.data_dir, 'train_4'))
+    self.assertEqual(image_classes.read(self.data_dir, 'train_4', 'S'),
+                     testing_utils.shard_image_labels(self.data_dir,
+                                                      'train_4'))
 
   def test_rows_follow_names_not_shards(self):
     other = self.create_tempdir().full_path

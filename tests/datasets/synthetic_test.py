@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import image_classes
 from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.datasets import synthetic
@@ -69,6 +70,8 @@ class MetadataTest(tf.test.TestCase, parameterized.TestCase):
       self.assertEqual(written['num_images'], count)
       self.assertContainsSubset(['0', str(synthetic.IGNORE_LABEL)],
                                 written['label_histogram'])
+      self.assertEqual(image_classes.read(data_dir, split, 'S'),
+                       testing_utils.shard_image_labels(data_dir, split))
 
 if __name__ == '__main__':
   tf.test.main()

@@ -6,8 +6,10 @@ from unittest import mock
 
 from absl.testing import parameterized
 import gin
+import numpy as np
 import tensorflow as tf
 
+from official_seg.data import dataset_info
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
@@ -42,6 +44,29 @@ class BatchSplitTest(tf.test.TestCase, parameterized.TestCase):
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     with self.assertRaisesRegex(ValueError, r'=3 .* 2 replicas'):
       estimator_lib.build_estimator(config)
+
+
+class MakeParserTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_the_training_parser_takes_the_crop_sampling_bound_in_gin(self):
+    gin.parse_config(['train/Parser.crop_size = [5, 5]',
+                      'CropSampling.foreground_share = 1.0',
+                      'CropSampling.foreground_classes = [2]'])
+    parser = estimator_lib.make_parser(
+        True, dataset_info.DatasetInfo(num_classes=3))
+    # One pixel of class 2 in 20x20: a uniform 5x5 crop holds it with
+    # probability (5 / 16) ** 2; every crop centred on class 2 does.
+    label = np.zeros((20, 20, 1), np.uint8)
+    label[17, 3] = 2
+    decoded = {'image': tf.zeros((20, 20, 3), tf.uint8),
+               'label': tf.constant(label), 'filename': tf.constant('a')}
+    for seed in range(8):
+      _, crop = parser(decoded, tf.constant([seed, 0], tf.int64))
+      self.assertIn(2, crop.numpy())
 
 
 class EstimatorPlatformTest(testing_utils.TinyDataTestCase):

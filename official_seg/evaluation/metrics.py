@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from official_seg.evaluation import scores
+
 CONFUSION_MATRIX = 'confusion_matrix'
 
 
@@ -74,18 +76,14 @@ def iou_from_confusion(confusion):
   Returns:
     (per_class_iou [C], mean_iou scalar, pixel_accuracy scalar), float64.
   """
-  true_positive = tf.linalg.diag_part(confusion)
-  union = (tf.reduce_sum(confusion, 0) + tf.reduce_sum(confusion, 1)
-           - true_positive)
-  present = union > 0
-  per_class = tf.where(present, true_positive / tf.where(present, union, 1.0),
-                       tf.constant(np.nan, tf.float64))
-  mean_iou = tf.math.divide_no_nan(
-      tf.reduce_sum(tf.where(present, per_class, 0.0)),
-      tf.reduce_sum(tf.cast(present, tf.float64)))
-  accuracy = tf.math.divide_no_nan(tf.reduce_sum(true_positive),
-                                   tf.reduce_sum(confusion))
-  return per_class, mean_iou, accuracy
+  per_class = scores.per_class_scores(confusion)['iou']
+  return per_class, scores.class_mean(per_class), pixel_accuracy(confusion)
+
+
+def pixel_accuracy(confusion):
+  """The share of labelled pixels predicted right; float64, 0 if none."""
+  return tf.math.divide_no_nan(tf.reduce_sum(tf.linalg.diag_part(confusion)),
+                               tf.reduce_sum(confusion))
 
 
 def _metric_variable(name, shape):

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from official_seg.evaluation import boundary
 from official_seg.evaluation import scores
 
 CONFUSION_MATRIX = 'confusion_matrix'
@@ -34,6 +35,33 @@ def confusion_matrices(labels, predictions, num_classes, ignore_label):
   return tf.reshape(counts, [batch, num_classes, num_classes])
 
 
+def checked_pair(labels, predictions, num_classes, ignore_label):
+  """One image's labels and predictions as int32 NumPy arrays, checked.
+
+  Args:
+    labels: int [H, W] ground truth.
+    predictions: int [H, W] class ids.
+    num_classes: int, C.
+    ignore_label: int.
+
+  Returns:
+    (labels, predictions), int32 [H, W] each.
+
+  Raises:
+    ValueError: sizes differ, or a label is neither a class nor ignored.
+  """
+  labels = np.asarray(labels, np.int32)
+  if labels.shape != np.shape(predictions):
+    raise ValueError(f'Label of size {labels.shape} and prediction of size '
+                     f'{np.shape(predictions)} differ.')
+  stray = (labels != ignore_label) & ((labels < 0) | (labels >= num_classes))
+  if stray.any():
+    raise ValueError(f'Label values {np.unique(labels[stray])} are neither a '
+                     f'class (0-{num_classes - 1}) nor the ignore label '
+                     f'{ignore_label}.')
+  return labels, np.asarray(predictions, np.int32)
+
+
 def confusion_matrix(labels, predictions, num_classes, ignore_label):
   """The confusion matrix of one image, from NumPy arrays.
 
@@ -49,19 +77,35 @@ def confusion_matrix(labels, predictions, num_classes, ignore_label):
   Raises:
     ValueError: sizes differ, or a label is neither a class nor ignored.
   """
-  labels = np.asarray(labels, np.int32)
-  if labels.shape != np.shape(predictions):
-    raise ValueError(f'Label of size {labels.shape} and prediction of size '
-                     f'{np.shape(predictions)} differ.')
-  stray = (labels != ignore_label) & ((labels < 0) | (labels >= num_classes))
-  if stray.any():
-    raise ValueError(f'Label values {np.unique(labels[stray])} are neither a '
-                     f'class (0-{num_classes - 1}) nor the ignore label '
-                     f'{ignore_label}.')
-  confusion = confusion_matrices(
-      labels[None], np.asarray(predictions, np.int32)[None], num_classes,
-      ignore_label)
+  labels, predictions = checked_pair(labels, predictions, num_classes,
+                                     ignore_label)
+  confusion = confusion_matrices(labels[None], predictions[None], num_classes,
+                                 ignore_label)
   return confusion.numpy()[0].astype(np.int64)
+
+
+def boundary_counts_of_image(labels, predictions, num_classes, ignore_label,
+                             tolerance):
+  """`boundary.boundary_counts` of one image, from NumPy arrays.
+
+  Args:
+    labels: int [H, W] ground truth; `ignore_label` pixels count nowhere.
+    predictions: int [H, W] class ids.
+    num_classes: int, C.
+    ignore_label: int.
+    tolerance: int d >= 1, the contour band's width in pixels.
+
+  Returns:
+    int64 [C, 2] NumPy array: intersection and union of the bands.
+
+  Raises:
+    ValueError: sizes differ, or a label is neither a class nor ignored.
+  """
+  labels, predictions = checked_pair(labels, predictions, num_classes,
+                                     ignore_label)
+  counts = boundary.boundary_counts(labels[None], predictions[None],
+                                    num_classes, ignore_label, tolerance)
+  return counts.numpy()[0].astype(np.int64)
 
 
 def iou_from_confusion(confusion):

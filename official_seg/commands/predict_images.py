@@ -11,7 +11,8 @@
 For each image <stem> it writes labels/<stem>.png (class ids, one channel),
 colored/<stem>.png and overlay/<stem>.png; with --label_dir also the table of
 per-class IoU, Dice/F1, precision, recall and Boundary IoU with their means,
-metrics.json, confusion_matrix.png and per_class_iou.png.
+metrics.json, confusion_matrix.png, per_class_iou.png and
+per_class_scores.png.
 """
 
 import collections
@@ -173,7 +174,7 @@ def _tally(metadata):
 
 
 def _report(scored, global_step):
-  """Prints the table and saves metrics.json and the two charts."""
+  """Prints the table and saves metrics.json and the three charts."""
   record = scored.record(global_step)
   print(results.format_table(record))
   results.warn_never_predicted(record)
@@ -187,6 +188,8 @@ def _report(scored, global_step):
   visualize.save_iou_chart(record['per_class_iou'], record['mean_iou'],
                            os.path.join(FLAGS.output_dir, 'per_class_iou.png'),
                            title)
+  visualize.save_scores_chart(
+      record, os.path.join(FLAGS.output_dir, 'per_class_scores.png'), title)
   return record
 
 

@@ -136,7 +136,8 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
           rf'{expected["dice"][index]:.4f}\s+'
           rf'{expected["precision"][index]:.4f}\s+'
           rf'{expected["recall"][index]:.4f}\s+{iou[index]:.4f}\n')
-    for chart in ('confusion_matrix.png', 'per_class_iou.png'):
+    for chart in ('confusion_matrix.png', 'per_class_iou.png',
+                  'per_class_scores.png'):
       self.assertTrue(os.path.exists(os.path.join(self.output_dir, chart)))
 
   def test_palette_flag_and_cityscapes_label_ids(self):

@@ -4,9 +4,10 @@
     --tflite=runs/quickstart/export/tflite/model_int8.tflite \
     --gin_file=gin/experiments/quickstart.gin
 
-Prints mean IoU, per-class IoU and pixel accuracy at each image's decoded
-size (as the evaluator computes them), the median interpreter latency per
-image and the model's size; --output also saves them.
+Prints the evaluator's table (per-class IoU, Dice/F1, precision, recall and
+Boundary IoU at the run's ModelFnOptions.boundary_tolerance, their means,
+pixel accuracy) at each image's decoded size, the median interpreter latency
+per image and the model's size; --output also saves them.
 """
 
 import json
@@ -21,6 +22,7 @@ from official_seg.data import dataset_info
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.export import tflite_runner
+from official_seg.runtime import model_fn
 
 FLAGS = flags.FlagValues()
 # --gin_file (the run's: they name the dataset and its eval split),
@@ -49,8 +51,12 @@ def _main(argv):
   model = tflite_runner.TfliteModel(FLAGS.tflite, FLAGS.num_threads)
   print(f'Scoring {FLAGS.tflite} on {dataset.data_dir} '
         f'split {dataset.eval_split!r}')
-  record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images)
+  # The contour bands of the run's evaluator.
+  tolerance = model_fn.ModelFnOptions().boundary_tolerance
+  record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images,
+                                     tolerance)
   print(results.format_table(record))
+  results.warn_never_predicted(record)
   print(f'model size: {record["model_bytes"]} bytes; latency: '
         f'{record["latency_ms"]:.2f} ms per image (median)')
   if FLAGS.output:

@@ -9,8 +9,10 @@
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
 For each image <stem> it writes labels/<stem>.png (class ids, one channel),
-colored/<stem>.png and overlay/<stem>.png; with --label_dir also the mean and
-per-class IoU table, metrics.json, confusion_matrix.png and per_class_iou.png.
+colored/<stem>.png and overlay/<stem>.png; with --label_dir also the table of
+per-class IoU, Dice/F1, precision, recall and Boundary IoU with their means,
+metrics.json, confusion_matrix.png, per_class_iou.png and
+per_class_scores.png.
 """
 
 import collections
@@ -20,7 +22,6 @@ import sys
 
 from absl import app
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from official_seg import command_line
@@ -29,8 +30,9 @@ from official_seg.data import encode
 from official_seg.data import layouts
 from official_seg.data import palettes
 from official_seg.data import storage
-from official_seg.evaluation import metrics
+from official_seg.evaluation import boundary
 from official_seg.evaluation import results
+from official_seg.evaluation import tally
 from official_seg.evaluation import visualize
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
@@ -49,8 +51,13 @@ flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.',
 flags.DEFINE_string('output_dir', None, 'Where to write the pictures.',
                     flag_values=FLAGS)
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
-                    '<image stem>.png: also score mean and per-class IoU.',
+                    '<image stem>.png: also score the predictions.',
                     flag_values=FLAGS)
+flags.DEFINE_integer('boundary_tolerance', boundary.DEFAULT_TOLERANCE,
+                     'With --label_dir: Boundary IoU counts the pixels at '
+                     'most this far from a contour (the evaluator\'s '
+                     'ModelFnOptions.boundary_tolerance).', lower_bound=1,
+                     flag_values=FLAGS)
 flags.DEFINE_enum('palette', None, list(palettes.PALETTE_NAMES),
                   'Colours; default the palette of the export\'s dataset, '
                   'else pascal_voc.', flag_values=FLAGS)
@@ -155,37 +162,39 @@ def _write_outputs(stem, image, labels, palette):
         layouts.to_cityscapes_label_ids(labels))
 
 
-def _dataset(metadata):
-  """(class names, ignore label) for scoring, from the export's metadata."""
+def _tally(metadata):
+  """An empty `tally.Tally` of the export's classes and ignore label."""
   if 'class_names' not in metadata:
     raise app.UsageError(
         'The model has no segmentation.json with class names (in a '
         'SavedModel\'s assets.extra/, beside a .tflite); export it again '
         'with train_and_eval to score it with --label_dir.')
-  return metadata['class_names'], metadata['ignore_label']
+  return tally.Tally(metadata['class_names'], metadata['ignore_label'],
+                     FLAGS.boundary_tolerance)
 
 
-def _report(confusion, class_names, num_images, global_step):
-  """Prints the IoU table and saves metrics.json and the two charts."""
-  record = results.record_from_confusion(confusion, class_names, num_images,
-                                         global_step)
+def _report(scored, global_step):
+  """Prints the table and saves metrics.json and the three charts."""
+  record = scored.record(global_step)
   print(results.format_table(record))
+  results.warn_never_predicted(record)
+  confusion = scored.confusion
   with open(os.path.join(FLAGS.output_dir, 'metrics.json'), 'w') as f:
     json.dump(dict(record, confusion_matrix=confusion.tolist()), f, indent=2)
-  title = f'{num_images} images of {FLAGS.label_dir}'
+  title = f'{scored.images} images of {FLAGS.label_dir}'
   visualize.save_confusion_heatmap(
-      confusion, class_names,
+      confusion, scored.class_names,
       os.path.join(FLAGS.output_dir, 'confusion_matrix.png'), title)
   visualize.save_iou_chart(record['per_class_iou'], record['mean_iou'],
                            os.path.join(FLAGS.output_dir, 'per_class_iou.png'),
                            title)
+  visualize.save_scores_chart(
+      record, os.path.join(FLAGS.output_dir, 'per_class_scores.png'), title)
   return record
 
 
-def _predict_all(model, stems, palette, dataset, label_paths):
-  """Predicts and writes every image; returns the summed confusion matrix."""
-  confusion = (np.zeros([len(dataset[0])] * 2, np.int64) if dataset
-               else None)
+def _predict_all(model, stems, palette, scored, label_paths):
+  """Predicts and writes every image; scores it into `scored` if given."""
   progress = tf.keras.utils.Progbar(len(stems), unit_name='image')
   for index, (stem, path) in enumerate(stems.items()):
     with open(path, 'rb') as f:
@@ -194,12 +203,9 @@ def _predict_all(model, stems, palette, dataset, label_paths):
     image = tf.io.decode_image(encoded, channels=3,
                                expand_animations=False).numpy()
     _write_outputs(stem, image, labels, palette)
-    if dataset:
-      confusion += metrics.confusion_matrix(
-          encode.read_label(label_paths[stem]), labels, len(dataset[0]),
-          dataset[1])
+    if scored:
+      scored.add(encode.read_label(label_paths[stem]), labels)
     progress.update(index + 1)
-  return confusion
 
 
 def _load_model():
@@ -227,16 +233,16 @@ def _main(argv):
   label_paths = _label_paths(stems) if FLAGS.label_dir else None
   model, source = _load_model()
   metadata = model.metadata or {}
-  dataset = _dataset(metadata) if FLAGS.label_dir else None
+  scored = _tally(metadata) if FLAGS.label_dir else None
   palette = choose_palette(metadata)
   kinds = ['labels', 'colored', 'overlay'] + (
       ['label_ids'] if FLAGS.cityscapes_label_ids else [])
   for kind in kinds:
     os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
   print(f'Predicting {len(stems)} images with {source}')
-  confusion = _predict_all(model, stems, palette, dataset, label_paths)
-  if dataset:
-    _report(confusion, dataset[0], len(stems), model.global_step)
+  _predict_all(model, stems, palette, scored, label_paths)
+  if scored:
+    _report(scored, model.global_step)
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
 
 

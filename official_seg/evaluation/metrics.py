@@ -3,7 +3,15 @@
 import numpy as np
 import tensorflow as tf
 
+from official_seg.evaluation import boundary
+from official_seg.evaluation import scores
+
 CONFUSION_MATRIX = 'confusion_matrix'
+# The per-class scores of an evaluation, each with its mean over classes.
+SCORES = scores.CONFUSION_SCORES + ('boundary_iou',)
+# The scores of all classes at once: those means, and two more.
+OVERALL = tuple(f'mean_{score}' for score in SCORES) + (
+    'pixel_accuracy', 'frequency_weighted_iou')
 
 
 def confusion_matrices(labels, predictions, num_classes, ignore_label):
@@ -32,6 +40,33 @@ def confusion_matrices(labels, predictions, num_classes, ignore_label):
   return tf.reshape(counts, [batch, num_classes, num_classes])
 
 
+def checked_pair(labels, predictions, num_classes, ignore_label):
+  """One image's labels and predictions as int32 NumPy arrays, checked.
+
+  Args:
+    labels: int [H, W] ground truth.
+    predictions: int [H, W] class ids.
+    num_classes: int, C.
+    ignore_label: int.
+
+  Returns:
+    (labels, predictions), int32 [H, W] each.
+
+  Raises:
+    ValueError: sizes differ, or a label is neither a class nor ignored.
+  """
+  labels = np.asarray(labels, np.int32)
+  if labels.shape != np.shape(predictions):
+    raise ValueError(f'Label of size {labels.shape} and prediction of size '
+                     f'{np.shape(predictions)} differ.')
+  stray = (labels != ignore_label) & ((labels < 0) | (labels >= num_classes))
+  if stray.any():
+    raise ValueError(f'Label values {np.unique(labels[stray])} are neither a '
+                     f'class (0-{num_classes - 1}) nor the ignore label '
+                     f'{ignore_label}.')
+  return labels, np.asarray(predictions, np.int32)
+
+
 def confusion_matrix(labels, predictions, num_classes, ignore_label):
   """The confusion matrix of one image, from NumPy arrays.
 
@@ -47,19 +82,35 @@ def confusion_matrix(labels, predictions, num_classes, ignore_label):
   Raises:
     ValueError: sizes differ, or a label is neither a class nor ignored.
   """
-  labels = np.asarray(labels, np.int32)
-  if labels.shape != np.shape(predictions):
-    raise ValueError(f'Label of size {labels.shape} and prediction of size '
-                     f'{np.shape(predictions)} differ.')
-  stray = (labels != ignore_label) & ((labels < 0) | (labels >= num_classes))
-  if stray.any():
-    raise ValueError(f'Label values {np.unique(labels[stray])} are neither a '
-                     f'class (0-{num_classes - 1}) nor the ignore label '
-                     f'{ignore_label}.')
-  confusion = confusion_matrices(
-      labels[None], np.asarray(predictions, np.int32)[None], num_classes,
-      ignore_label)
+  labels, predictions = checked_pair(labels, predictions, num_classes,
+                                     ignore_label)
+  confusion = confusion_matrices(labels[None], predictions[None], num_classes,
+                                 ignore_label)
   return confusion.numpy()[0].astype(np.int64)
+
+
+def boundary_counts_of_image(labels, predictions, num_classes, ignore_label,
+                             tolerance):
+  """`boundary.boundary_counts` of one image, from NumPy arrays.
+
+  Args:
+    labels: int [H, W] ground truth; `ignore_label` pixels count nowhere.
+    predictions: int [H, W] class ids.
+    num_classes: int, C.
+    ignore_label: int.
+    tolerance: int d >= 1, the contour band's width in pixels.
+
+  Returns:
+    int64 [C, 2] NumPy array: intersection and union of the bands.
+
+  Raises:
+    ValueError: sizes differ, or a label is neither a class nor ignored.
+  """
+  labels, predictions = checked_pair(labels, predictions, num_classes,
+                                     ignore_label)
+  counts = boundary.boundary_counts(labels[None], predictions[None],
+                                    num_classes, ignore_label, tolerance)
+  return counts.numpy()[0].astype(np.int64)
 
 
 def iou_from_confusion(confusion):
@@ -74,18 +125,14 @@ def iou_from_confusion(confusion):
   Returns:
     (per_class_iou [C], mean_iou scalar, pixel_accuracy scalar), float64.
   """
-  true_positive = tf.linalg.diag_part(confusion)
-  union = (tf.reduce_sum(confusion, 0) + tf.reduce_sum(confusion, 1)
-           - true_positive)
-  present = union > 0
-  per_class = tf.where(present, true_positive / tf.where(present, union, 1.0),
-                       tf.constant(np.nan, tf.float64))
-  mean_iou = tf.math.divide_no_nan(
-      tf.reduce_sum(tf.where(present, per_class, 0.0)),
-      tf.reduce_sum(tf.cast(present, tf.float64)))
-  accuracy = tf.math.divide_no_nan(tf.reduce_sum(true_positive),
-                                   tf.reduce_sum(confusion))
-  return per_class, mean_iou, accuracy
+  per_class = scores.per_class_scores(confusion)['iou']
+  return per_class, scores.class_mean(per_class), pixel_accuracy(confusion)
+
+
+def pixel_accuracy(confusion):
+  """The share of labelled pixels predicted right; float64, 0 if none."""
+  return tf.math.divide_no_nan(tf.reduce_sum(tf.linalg.diag_part(confusion)),
+                               tf.reduce_sum(confusion))
 
 
 def _metric_variable(name, shape):
@@ -96,37 +143,70 @@ def _metric_variable(name, shape):
                    tf.compat.v1.GraphKeys.METRIC_VARIABLES])
 
 
-def metric_fn(confusion, valid, class_names):
+def _accumulated(name, counts, shape):
+  """(float64 total of `counts` summed over the batch, its update op)."""
+  total = _metric_variable(name, shape)
+  update = tf.compat.v1.assign_add(
+      total, tf.reduce_sum(tf.cast(counts, tf.float64), 0))
+  return total, update
+
+
+def scores_of_counts(confusion, boundary_counts):
+  """Every score of an evaluation's summed counts.
+
+  Args:
+    confusion: float64 [C, C] tensor, rows true class, columns predicted.
+    boundary_counts: float64 [C, 2] tensor, the contour bands' intersection
+      and union (`boundary.boundary_counts` summed).
+
+  Returns:
+    (per_class, overall): per_class maps each name of `SCORES` to float64
+    [C] (NaN for a class absent from labels and predictions); overall
+    maps each name of `OVERALL` to a float64 scalar.
+  """
+  per_class = scores.per_class_scores(confusion)
+  per_class['boundary_iou'] = boundary.boundary_iou(boundary_counts)
+  overall = {f'mean_{score}': scores.class_mean(values)
+             for score, values in per_class.items()}
+  overall.update(pixel_accuracy=pixel_accuracy(confusion),
+                 frequency_weighted_iou=scores.frequency_weighted_iou(
+                     confusion))
+  return per_class, overall
+
+
+def metric_fn(confusion, boundary_counts, valid, class_names):
   """Streaming metrics; runs on the host (TPU) or as eval_metric_ops (CPU/GPU).
 
   Accumulates in float64 so counts stay exact far beyond 2**24 pixels.
 
   Args:
     confusion: int32 [B, C, C] from `confusion_matrices`.
+    boundary_counts: int32 [B, C, 2] from `boundary.boundary_counts`.
     valid: float [B], 1 for real examples and 0 for batch padding.
-    class_names: list of C class names, naming the per-class IoU metrics.
+    class_names: list of C class names, naming the per-class metrics.
 
   Returns:
-    dict of metric name to (value, update_op): 'mean_iou', 'pixel_accuracy',
-    'num_images', 'iou/<class name>' for each class, and 'confusion_matrix',
-    the matrix as a serialized tensor `Summary` (see `CONFUSION_MATRIX`).
+    dict of metric name to (value, update_op): each name of `OVERALL`,
+    '<score>/<class name>' of each score of `SCORES`, 'num_images', and
+    'confusion_matrix', the matrix as a serialized tensor `Summary` (see
+    `CONFUSION_MATRIX`).
   """
   num_classes = len(class_names)
-  total = _metric_variable('total_confusion_matrix',
-                           [num_classes, num_classes])
-  images = _metric_variable('num_images', [])
-  update_cm = tf.compat.v1.assign_add(
-      total, tf.reduce_sum(tf.cast(confusion, tf.float64), 0))
-  update_images = tf.compat.v1.assign_add(
-      images, tf.reduce_sum(tf.cast(valid, tf.float64)))
-  per_class, mean_iou, accuracy = iou_from_confusion(total)
-  metrics = {
-      'mean_iou': (mean_iou, update_cm),
-      'pixel_accuracy': (accuracy, update_cm),
-      'num_images': (tf.identity(images), update_images),
-  }
-  for index, name in enumerate(class_names):
-    metrics[f'iou/{name}'] = (per_class[index], update_cm)
+  total, update_cm = _accumulated('total_confusion_matrix', confusion,
+                                  [num_classes, num_classes])
+  bands, update_bands = _accumulated('total_boundary_counts',
+                                     boundary_counts, [num_classes, 2])
+  images, update_images = _accumulated('num_images', valid, [])
+  per_class, overall = scores_of_counts(total, bands)
+
+  def update(name):
+    return update_bands if 'boundary' in name else update_cm
+
+  metrics = {name: (value, update(name)) for name, value in overall.items()}
+  for score, values in per_class.items():
+    for index, name in enumerate(class_names):
+      metrics[f'{score}/{name}'] = (values[index], update(score))
+  metrics['num_images'] = (tf.identity(images), update_images)
   # Estimator writes a serialized Summary value to TensorBoard as it is and
   # leaves it out of its log line, which a 151x151 matrix would flood.
   metrics[CONFUSION_MATRIX] = (tf.compat.v1.summary.tensor_summary(

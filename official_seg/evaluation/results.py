@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from official_seg.data import storage
 from official_seg.evaluation import metrics
+from official_seg.evaluation import scores
 
 METRICS_FILE = 'metrics.jsonl'
 RECORDS_DIR = 'records'
@@ -22,63 +23,89 @@ def _number(value):
   return None if math.isnan(value) else value
 
 
-def _record(global_step, per_class_iou, mean_iou, pixel_accuracy,
-            num_images, **fields):
-  """The one shape of a metrics record; `fields` adds keys of its source."""
-  return dict(
+def _record(global_step, per_class, overall, num_images, **fields):
+  """The one shape of a metrics record; `fields` adds keys of its source.
+
+  Args:
+    global_step: int or None.
+    per_class: dict of each score of `metrics.SCORES` to {class name:
+      value}.
+    overall: dict of each name of `metrics.OVERALL` to its value.
+    num_images: int.
+    **fields: more keys, e.g. 'checkpoint'.
+
+  Returns:
+    A JSON-serializable dict.
+  """
+  record = dict(
       global_step=None if global_step is None else int(global_step),
-      mean_iou=_number(mean_iou),
-      pixel_accuracy=_number(pixel_accuracy),
-      per_class_iou={name: _number(iou)
-                     for name, iou in per_class_iou.items()},
-      num_images=int(num_images),
-      **fields)
+      num_images=int(num_images), **fields)
+  record.update({key: _number(value) for key, value in overall.items()})
+  for score, values in per_class.items():
+    record[f'per_class_{score}'] = {name: _number(value)
+                                    for name, value in values.items()}
+  return record
 
 
 def make_record(eval_result, checkpoint_path, class_names=None):
   """Turns an Estimator eval result dict into one metrics.jsonl record.
 
   Args:
-    eval_result: dict from `Estimator.evaluate`, with 'global_step', 'loss',
-      'mean_iou', 'pixel_accuracy', 'num_images' and 'iou/<class>' keys,
-      and optionally 'weights': which weights were scored, 'raw' (the
-      default) or 'moving_average'.
+    eval_result: dict from `Estimator.evaluate`, with 'global_step',
+      'loss', 'num_images', 'confusion_matrix', each name of
+      `metrics.OVERALL` and '<score>/<class>' of each score of
+      `metrics.SCORES`; optionally 'weights': which weights were scored,
+      'raw' (the default) or 'moving_average', and 'boundary_tolerance',
+      the pixels of the contour bands.
     checkpoint_path: str, the checkpoint that was evaluated.
-    class_names: optional list fixing the order of 'per_class_iou'; default
-      the order of `eval_result`.
+    class_names: optional list fixing the order of the per-class scores;
+      default the order of `eval_result`.
 
   Returns:
     A JSON-serializable dict.
   """
   names = class_names or [key[len(_IOU_PREFIX):] for key in eval_result
                           if key.startswith(_IOU_PREFIX)]
+  confusion = metrics.confusion_from_summary(
+      eval_result[metrics.CONFUSION_MATRIX])
   return _record(
       eval_result['global_step'],
-      {name: eval_result[_IOU_PREFIX + name] for name in names},
-      eval_result['mean_iou'], eval_result['pixel_accuracy'],
+      {score: {name: eval_result[f'{score}/{name}'] for name in names}
+       for score in metrics.SCORES},
+      {key: eval_result[key] for key in metrics.OVERALL},
       eval_result['num_images'], checkpoint=checkpoint_path,
       loss=_number(eval_result['loss']),
-      weights=eval_result.get('weights', 'raw'))
+      weights=eval_result.get('weights', 'raw'),
+      boundary_tolerance=eval_result.get('boundary_tolerance'),
+      never_predicted=scores.never_predicted(confusion, names))
 
 
-def record_from_confusion(confusion, class_names, num_images,
-                          global_step=None):
-  """A metrics record of a summed confusion matrix, e.g. of scored images.
+def record_from_confusion(confusion, boundary_counts, class_names,
+                          num_images, boundary_tolerance, global_step=None):
+  """A metrics record of summed counts, e.g. of scored images.
 
   Args:
     confusion: int [C, C] over all scored images, rows true class.
+    boundary_counts: int [C, 2] over all scored images, the contour bands'
+      intersection and union (`metrics.boundary_counts_of_image`).
     class_names: C names.
     num_images: int, the images scored.
+    boundary_tolerance: int, the bands' width in pixels.
     global_step: optional int, the step of the model's checkpoint.
 
   Returns:
     A JSON-serializable dict shaped like `make_record`'s, without
     'checkpoint', 'loss' and 'weights'; `format_table` prints it.
   """
-  per_class, mean_iou, accuracy = metrics.iou_from_confusion(
-      tf.constant(confusion, tf.float64))
-  return _record(global_step, dict(zip(class_names, per_class.numpy())),
-                 mean_iou, accuracy, num_images)
+  per_class, overall = metrics.scores_of_counts(
+      tf.constant(confusion, tf.float64),
+      tf.constant(boundary_counts, tf.float64))
+  return _record(
+      global_step,
+      {score: dict(zip(class_names, values.numpy()))
+       for score, values in per_class.items()},
+      overall, num_images, boundary_tolerance=int(boundary_tolerance),
+      never_predicted=scores.never_predicted(confusion, class_names))
 
 
 def record_path(eval_dir, step):
@@ -151,16 +178,66 @@ def read_records(eval_dir):
   return [by_step[step] for step in sorted(by_step)]
 
 
+# The table's columns: title, score; older records hold IoU alone.
+_COLUMNS = (('IoU', 'iou'), ('Dice/F1', 'dice'), ('precision', 'precision'),
+            ('recall', 'recall'), ('boundary IoU', 'boundary_iou'))
+
+
+def _cell(value, width):
+  return f'{"n/a" if value is None else f"{value:.4f}":>{width}}'
+
+
+def _scored_rows(record):
+  """The header, a row per class and the row of class means."""
+  columns = [(title, score, max(10, len(title) + 2))
+             for title, score in _COLUMNS if f'per_class_{score}' in record]
+  rows = [f'{"class":<24}' + ''.join(f'{title:>{width}}'
+                                     for title, _, width in columns)]
+  for name in record['per_class_iou']:
+    rows.append(f'{name:<24}' + ''.join(
+        _cell(record[f'per_class_{score}'][name], width)
+        for _, score, width in columns))
+  if len(columns) > 1:
+    rows.append(f'{"mean over classes":<24}' + ''.join(
+        _cell(record[f'mean_{score}'], width) for _, score, width in columns))
+  return rows
+
+
 def format_table(record):
-  """A per-class IoU table with mean IoU, pixel accuracy and the step."""
+  """The per-class scores with their means, pixel accuracy and the step.
+
+  Records of earlier versions (IoU alone) print their IoU column.
+  """
   rows = [f'Evaluation at step {record["global_step"]} '
-          f'({record["num_images"]} images)',
-          f'{"class":<24}{"IoU":>10}']
-  for name, iou in record['per_class_iou'].items():
-    rows.append(f'{name:<24}{"n/a" if iou is None else f"{iou:.4f}":>10}')
+          f'({record["num_images"]} images)']
+  rows += _scored_rows(record)
   rows.append(f'{"mean IoU":<24}{record["mean_iou"]:>10.4f}')
+  if 'frequency_weighted_iou' in record:
+    rows.append(f'{"frequency-weighted IoU":<24}'
+                f'{record["frequency_weighted_iou"]:>10.4f}')
   rows.append(f'{"pixel accuracy":<24}{record["pixel_accuracy"]:>10.4f}')
+  if record.get('boundary_tolerance'):
+    rows.append(f'Boundary IoU over the pixels at most '
+                f'{record["boundary_tolerance"]} px from a contour.')
   return '\n'.join(rows)
+
+
+def warn_never_predicted(record):
+  """Logs one warning naming the labelled classes the model never predicted.
+
+  Args:
+    record: a record of `make_record` or `record_from_confusion`; earlier
+      records, without 'never_predicted', log nothing.
+  """
+  names = record.get('never_predicted')
+  if not names:
+    return
+  tf.compat.v1.logging.warning(
+      'Never predicted in the %d images evaluated at step %s, though '
+      'labelled there: %s. Try class weights (segmentation_loss.'
+      'class_weights; dataset_stats suggests them) or a region loss (Dice, '
+      'Lovasz), and training crops that hold these classes.',
+      record['num_images'], record['global_step'], ', '.join(names))
 
 
 def write_confusion_matrix(eval_dir, step, confusion, class_names):
@@ -199,6 +276,7 @@ def report(eval_dir, eval_result, checkpoint_path, class_names, seconds=None,
         metrics.confusion_from_summary(eval_result[metrics.CONFUSION_MATRIX]),
         class_names)
   tf.compat.v1.logging.info('\n%s', format_table(record))
+  warn_never_predicted(record)
   if seconds:
     tf.compat.v1.logging.info(
         'Evaluated %d images in %.1f s: %.2f images/s.', record['num_images'],

@@ -166,6 +166,42 @@ def save_iou_chart(per_class_iou, mean_iou, path, title=''):
   _save(pyplot, figure, path)
 
 
+# The bars of `save_scores_chart`: record key suffix, legend label.
+_CHART_SCORES = (('iou', 'IoU'), ('dice', 'Dice/F1'),
+                 ('precision', 'precision'), ('recall', 'recall'),
+                 ('boundary_iou', 'Boundary IoU'))
+
+
+def save_scores_chart(record, path, title=''):
+  """Saves grouped bars per class of each score of a record as a PNG.
+
+  Args:
+    record: a metrics record, with 'per_class_<score>' (class name to value,
+      or None for a class absent from labels and predictions: no bar) and
+      'mean_<score>' for each of IoU, Dice/F1, precision, recall and
+      Boundary IoU.
+    path: str, the PNG to write.
+    title: str, the figure title.
+  """
+  names = list(record['per_class_iou'])
+  pyplot = _pyplot()
+  figure, axes = pyplot.subplots(
+      figsize=(max(6, 0.6 * len(names) + 2), 4), layout='constrained')
+  width = 0.8 / len(_CHART_SCORES)
+  middle = (len(_CHART_SCORES) - 1) / 2
+  for offset, (score, label) in enumerate(_CHART_SCORES):
+    values = record[f'per_class_{score}']
+    axes.bar(np.arange(len(names)) + (offset - middle) * width,
+             [values[name] or 0.0 for name in names], width,
+             label=f'{label} (mean {record[f"mean_{score}"]:.4f})')
+  axes.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+  axes.set_ylim(0.0, 1.0)
+  axes.set_ylabel('score')
+  axes.set_title(title)
+  axes.legend(loc='upper left', bbox_to_anchor=(1.0, 1.0), fontsize=7)
+  _save(pyplot, figure, path)
+
+
 def save_class_share_chart(shares, class_names, path, title=''):
   """Saves a bar chart of each class's share of the labelled pixels as PNG.
 

@@ -25,8 +25,8 @@ from official_seg import validation
 from official_seg.data import image_ops
 from official_seg.data import input_fn as input_lib
 from official_seg.data import tfexample
-from official_seg.evaluation import metrics
-from official_seg.evaluation import results
+from official_seg.evaluation import boundary
+from official_seg.evaluation import tally
 from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import tiling
@@ -312,33 +312,32 @@ def eval_examples(dataset, limit=None):
            example['label'][..., 0])
 
 
-def evaluate(model, dataset, limit=None):
+def evaluate(model, dataset, limit=None,
+             boundary_tolerance=boundary.DEFAULT_TOLERANCE):
   """Scores a `TfliteModel` on the eval split as the evaluator scores.
 
-  Each image's labels are compared at its decoded size, through
-  `metrics.confusion_matrix` (the evaluator's confusion-matrix op, with its
-  ignore handling) and summed into one record.
+  Each image's labels are compared at its decoded size, through the
+  evaluator's ops with its ignore handling (`tally.Tally`), and summed into
+  one record.
 
   Args:
     model: a `TfliteModel`.
     dataset: the `DatasetInfo` whose eval split is scored.
     limit: optional int, score at most this many images.
+    boundary_tolerance: int >= 1, the contour bands' width in pixels
+      (`ModelFnOptions.boundary_tolerance`).
 
   Returns:
     (record, confusion): the `results.record_from_confusion` record, with
     'model_bytes' and 'latency_ms' (median interpreter time per image, the
     first call left out: it allocates), and the int64 [C, C] matrix.
   """
-  confusion = np.zeros([dataset.num_classes] * 2, np.int64)
-  count = 0
+  scored = tally.Tally(dataset.class_names, dataset.ignore_label,
+                       boundary_tolerance)
   for _, image, label in eval_examples(dataset, limit):
-    confusion += metrics.confusion_matrix(label, model.predict(image),
-                                          dataset.num_classes,
-                                          dataset.ignore_label)
-    count += 1
-  record = results.record_from_confusion(confusion, dataset.class_names,
-                                         count, model.global_step)
+    scored.add(label, model.predict(image))
+  record = scored.record(model.global_step)
   timed = model.seconds[1:] or model.seconds
   record.update(model_bytes=model.size_bytes,
                 latency_ms=float(np.median(timed)) * 1000.0 if timed else None)
-  return record, confusion
+  return record, scored.confusion

@@ -73,8 +73,10 @@ def _record(built, timer, eval_result, checkpoint_path):
   if not new_step:
     tf.compat.v1.logging.info('Step %d is already recorded; its new '
                               'evaluation is logged, not recorded.', step)
-  eval_result = dict(eval_result, weights=averaging.scored_weights(
-      built.options.moving_average_decay))
+  eval_result = dict(
+      eval_result,
+      weights=averaging.scored_weights(built.options.moving_average_decay),
+      boundary_tolerance=built.options.boundary_tolerance)
   record = results.report(estimator.eval_dir(), eval_result, checkpoint_path,
                           built.dataset.class_names, seconds=timer.seconds,
                           append=new_step)

@@ -2,15 +2,14 @@
 
 import contextlib
 import dataclasses
-import functools
 from typing import Optional, Sequence
 
 import gin
 import tensorflow as tf
 
 from official_seg import validation
-from official_seg.evaluation import eval_summaries
-from official_seg.evaluation import metrics
+from official_seg.evaluation import boundary
+from official_seg.evaluation import eval_metrics
 from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import losses
@@ -29,6 +28,7 @@ PRECISIONS = ('float32', 'mixed_bfloat16')
 
 
 @gin.configurable
+@validation.checked(boundary_tolerance=validation.POSITIVE_WHOLE)
 @dataclasses.dataclass(frozen=True)
 class ModelFnOptions:
   """How the model_fn builds its graph; built once and handed to `make_model_fn`.
@@ -64,6 +64,9 @@ class ModelFnOptions:
       LAST_LAYERS): DeepLab's last layers, which the gradient multipliers
       scale (`gradient_multipliers`) and the warm start leaves freshly
       initialised with INITIALIZE_LAST_LAYER = False.
+    boundary_tolerance: int >= 1, pixels: evaluation's Boundary IoU counts
+      the pixels of each region at most this far (Chebyshev distance) from
+      its contour (`evaluation/boundary.py`, docs/evaluation.md).
   """
 
   fine_tune_batch_norm: bool = True
@@ -73,8 +76,11 @@ class ModelFnOptions:
   quantize_delay_step: Optional[int] = None
   semi_supervised: Optional[semi_lib.SemiSupervisedOptions] = None
   last_layers: Sequence[str] = ()
+  boundary_tolerance: int = boundary.DEFAULT_TOLERANCE
 
   def __post_init__(self):
+    validation.check(ModelFnOptions,
+                     boundary_tolerance=self.boundary_tolerance)
     if self.precision not in PRECISIONS:
       raise validation.ConfigurationError(
           f'ModelFnOptions.precision={self.precision!r} is not '
@@ -139,30 +145,13 @@ def _predict_spec(model, probabilities, logits, features, options):
 def _eval_spec(model, probabilities, features, labels, loss, dataset,
                options):
   predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-  confusion = metrics.confusion_matrices(labels, predictions,
-                                         dataset.num_classes,
-                                         dataset.ignore_label)
-  pictures = {}
-  # Windowed evaluation of images larger than EVAL_CROP_SIZE has no fixed
-  # size, and TensorBoard pictures need one: they are left out then.
-  if features['image'].shape[1:3].is_fully_defined():
-    pictures = eval_summaries.eval_pictures(features['image'], labels,
-                                            predictions, dataset)
-  metric_fn = functools.partial(_eval_metric_fn,
-                                class_names=list(dataset.class_names))
   return TPUEstimatorSpec(
       ModeKeys.EVAL, loss=loss,
-      eval_metrics=(metric_fn, dict(pictures, confusion=confusion,
-                                    valid=features['valid'])),
+      eval_metrics=eval_metrics.eval_metrics(features, labels, predictions,
+                                             dataset,
+                                             options.boundary_tolerance),
       scaffold_fn=averaging.restore_scaffold_fn(
           model.trainable_variables, options.moving_average_decay))
-
-
-def _eval_metric_fn(confusion, valid, class_names, **pictures):
-  """The metrics of `metrics.metric_fn` and the validation pictures."""
-  result = metrics.metric_fn(confusion, valid, class_names)
-  result.update(eval_summaries.picture_metrics(pictures, valid))
-  return result
 
 
 def _registered(scalars, model, features, labels, logits, dataset, params):

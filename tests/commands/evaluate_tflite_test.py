@@ -22,7 +22,9 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     output = os.path.join(root, 'record.json')
     result = command_testing.run(
         evaluate_tflite, tflite=model, gin_file=['experiments/quickstart.gin'],
-        gin_param=[f"DATA_DIR = '{self.data_dir}'"], output=output,
+        gin_param=[f"DATA_DIR = '{self.data_dir}'",
+                   # The run's evaluator setting reaches the table.
+                   'ModelFnOptions.boundary_tolerance = 2'], output=output,
         num_threads=1)
     self.assertEqual(result.status, 0, result.stderr)
     expected = testing_utils.stand_in_confusion(self.data_dir, 'val')
@@ -35,7 +37,9 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     self.assertAllClose(record['mean_iou'], mean_iou)
     self.assertEqual(record['num_images'], self.num_val)
     self.assertEqual(record['model_bytes'], os.path.getsize(model))
+    self.assertEqual(record['boundary_tolerance'], 2)
     printed = result.stdout
+    self.assertIn('at most 2 px from a contour', printed)
     self.assertRegex(printed, rf'mean IoU\s+{mean_iou:.4f}')
     self.assertIn(f'model size: {os.path.getsize(model)} bytes', printed)
     self.assertRegex(printed, r'latency: \d+\.\d\d ms per image')

@@ -16,6 +16,7 @@ from official_seg.export import signatures
 from official_seg.export import tflite_runner
 from tests import testing_utils
 from tests.commands import command_testing
+from tests.evaluation import scores_test
 from tests.export import tflite_runner_test
 
 CLASS_NAMES = ['background', 'disk', 'box', 'triangle']
@@ -118,11 +119,25 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(list(metrics['per_class_iou'].values()), iou)
     self.assertAllClose(metrics['mean_iou'], iou.mean())
     self.assertEqual(metrics['num_images'], 3)
+    expected = scores_test.numpy_scores(confusion)
+    for score in ('dice', 'precision', 'recall'):
+      self.assertAllClose(list(metrics[f'per_class_{score}'].values()),
+                          expected[score])
+    # Labels and predictions are pixel noise: every pixel's 7x7 square
+    # (the default 3 px) holds other classes, so the bands are the whole
+    # labelled images and Boundary IoU is IoU.
+    self.assertEqual(metrics['boundary_tolerance'], 3)
+    self.assertAllClose(list(metrics['per_class_boundary_iou'].values()), iou)
     self.assertIn('Evaluation at step 7 (3 images)', printed)
     self.assertRegex(printed, rf'mean IoU\s+{iou.mean():.4f}')
-    for name, value in zip(CLASS_NAMES, iou):
-      self.assertRegex(printed, rf'{name}\s+{value:.4f}')
-    for chart in ('confusion_matrix.png', 'per_class_iou.png'):
+    for index, name in enumerate(CLASS_NAMES):
+      self.assertRegex(
+          printed, rf'{name}\s+{iou[index]:.4f}\s+'
+          rf'{expected["dice"][index]:.4f}\s+'
+          rf'{expected["precision"][index]:.4f}\s+'
+          rf'{expected["recall"][index]:.4f}\s+{iou[index]:.4f}\n')
+    for chart in ('confusion_matrix.png', 'per_class_iou.png',
+                  'per_class_scores.png'):
       self.assertTrue(os.path.exists(os.path.join(self.output_dir, chart)))
 
   def test_palette_flag_and_cityscapes_label_ids(self):

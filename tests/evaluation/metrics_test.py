@@ -1,10 +1,13 @@
-"""Tests that mIoU, per-class IoU and pixel accuracy equal a NumPy reference."""
+"""Tests that the streaming scores (mIoU, Dice, Boundary IoU, ...) equal a NumPy reference."""
 
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
+from official_seg.evaluation import boundary
 from official_seg.evaluation import metrics
+from tests.evaluation import boundary_test
+from tests.evaluation import scores_test
 
 IGNORE = 255
 NAMES = ['bg', 'a', 'b', 'absent', 'c']
@@ -17,6 +20,13 @@ def _random_batch(rng, batch=3, height=13, width=17):
   labels[rng.random(labels.shape) < 0.2] = IGNORE
   predictions = rng.choice(present, size=(batch, height, width))
   return labels.astype(np.int32), predictions.astype(np.int32)
+
+
+def _blocky_batch(rng, batch=3):
+  """Like `_random_batch`, in regions of several pixels (contour bands)."""
+  pairs = [boundary_test.random_pair(rng, 13, 17) for _ in range(batch)]
+  return (np.stack([labels for labels, _ in pairs]),
+          np.stack([predictions for _, predictions in pairs]))
 
 
 def _numpy_reference(labels, predictions, num_classes):
@@ -41,25 +51,17 @@ class MetricsTest(tf.test.TestCase, parameterized.TestCase):
       expected, _, _, _ = _numpy_reference(labels[i], predictions[i], 5)
       self.assertAllEqual(confusion[i], expected)
 
-  @parameterized.parameters(1, 2, 4)
-  def test_streaming_metrics_equal_numpy(self, num_batches):
-    rng = np.random.default_rng(num_batches)
-    batches = [_random_batch(rng) for _ in range(num_batches)]
-    # A padding example (all ignore, valid 0) rides along in the last batch.
-    padded_labels = np.full((1, 13, 17), IGNORE, np.int32)
-    batches[-1] = (np.concatenate([batches[-1][0], padded_labels]),
-                   np.concatenate([batches[-1][1], np.zeros_like(padded_labels)]))
-    all_labels = np.concatenate([b[0] for b in batches])
-    all_predictions = np.concatenate([b[1] for b in batches])
-    _, iou, mean_iou, accuracy = _numpy_reference(all_labels, all_predictions, 5)
-    self.assertTrue(np.isnan(iou[3]))
-
+  def _stream(self, batches, tolerance):
+    """The metrics after every batch, the last one's last example padding."""
     with tf.Graph().as_default():
       labels_ph = tf.compat.v1.placeholder(tf.int32, [None, 13, 17])
       predictions_ph = tf.compat.v1.placeholder(tf.int32, [None, 13, 17])
       valid_ph = tf.compat.v1.placeholder(tf.float32, [None])
-      confusion = metrics.confusion_matrices(labels_ph, predictions_ph, 5, IGNORE)
-      ops = metrics.metric_fn(confusion, valid_ph, NAMES)
+      confusion = metrics.confusion_matrices(labels_ph, predictions_ph, 5,
+                                             IGNORE)
+      bands = boundary.boundary_counts(
+          labels_ph, predictions_ph, 5, IGNORE, tolerance)
+      ops = metrics.metric_fn(confusion, bands, valid_ph, NAMES)
       updates = tf.group(*[update for _, update in ops.values()])
       with tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.local_variables_initializer())
@@ -69,16 +71,45 @@ class MetricsTest(tf.test.TestCase, parameterized.TestCase):
             valid[-1] = 0.0
           sess.run(updates, {labels_ph: labels, predictions_ph: predictions,
                              valid_ph: valid})
-        values = sess.run({name: value for name, (value, _) in ops.items()})
+        return sess.run({name: value for name, (value, _) in ops.items()})
+
+  @parameterized.parameters(1, 2, 4)
+  def test_streaming_metrics_equal_numpy(self, num_batches):
+    rng = np.random.default_rng(num_batches)
+    batches = [_blocky_batch(rng) for _ in range(num_batches)]
+    # A padding example (all ignore, valid 0) rides along in the last batch.
+    padded_labels = np.full((1, 13, 17), IGNORE, np.int32)
+    batches[-1] = (np.concatenate([batches[-1][0], padded_labels]),
+                   np.concatenate([batches[-1][1], np.zeros_like(padded_labels)]))
+    all_labels = np.concatenate([b[0] for b in batches])
+    all_predictions = np.concatenate([b[1] for b in batches])
+    confusion, iou, mean_iou, accuracy = _numpy_reference(
+        all_labels, all_predictions, 5)
+    self.assertTrue(np.isnan(iou[3]))
+    values = self._stream(batches, tolerance=1)
 
     self.assertAllClose(values['mean_iou'], mean_iou, rtol=1e-12)
     self.assertAllClose(values['pixel_accuracy'], accuracy, rtol=1e-12)
     self.assertEqual(values['num_images'], 3 * num_batches)
-    for index, name in enumerate(NAMES):
-      if np.isnan(iou[index]):
-        self.assertTrue(np.isnan(values[f'iou/{name}']))
-      else:
-        self.assertAllClose(values[f'iou/{name}'], iou[index], rtol=1e-12)
+    expected = scores_test.numpy_scores(confusion)
+    bands = sum(boundary_test.reference_counts(label, prediction, 5, 1)
+                for label, prediction in zip(all_labels, all_predictions))
+    with np.errstate(invalid='ignore'):
+      expected['boundary_iou'] = bands[:, 0] / bands[:, 1]
+    self.assertGreater(np.nanmax(np.abs(expected['boundary_iou'] - iou)),
+                       1e-3, 'Boundary IoU as IoU: bands cover everything')
+    for score, per_class in expected.items():
+      self.assertAllClose(values[f'mean_{score}'], np.nanmean(per_class),
+                          rtol=1e-12)
+      for index, name in enumerate(NAMES):
+        if np.isnan(per_class[index]):
+          self.assertTrue(np.isnan(values[f'{score}/{name}']))
+        else:
+          self.assertAllClose(values[f'{score}/{name}'], per_class[index],
+                              rtol=1e-12)
+    self.assertAllClose(values['frequency_weighted_iou'],
+                        scores_test.numpy_frequency_weighted_iou(confusion),
+                        rtol=1e-12)
 
   def test_confusion_matrix_of_one_image_equals_numpy(self):
     labels, predictions = _random_batch(np.random.default_rng(5), batch=1)

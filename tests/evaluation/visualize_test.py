@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from official_seg.data import encode
 from official_seg.data import palettes
+from official_seg.evaluation import results
 from official_seg.evaluation import visualize
 
 
@@ -78,7 +79,11 @@ class ColourTest(tf.test.TestCase, parameterized.TestCase):
                              0.6, os.path.join(folder, 'iou.png'))
     visualize.save_class_share_chart([60.0, 30.0, 10.0], names,
                                      os.path.join(folder, 'shares.png'), 'T')
-    for name in ('cm.png', 'iou.png', 'shares.png'):
+    record = results.record_from_confusion(
+        [[5, 1, 0], [2, 7, 0], [0, 0, 0]], [[3, 6], [1, 4], [0, 0]], names,
+        2, 3)
+    visualize.save_scores_chart(record, os.path.join(folder, 'scores.png'))
+    for name in ('cm.png', 'iou.png', 'shares.png', 'scores.png'):
       with Image.open(os.path.join(folder, name)) as image:
         self.assertEqual(image.format, 'PNG')
         self.assertGreater(min(image.size), 200)

@@ -7,6 +7,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.export import saved_model
 from official_seg.runtime import estimator as estimator_lib
@@ -129,6 +130,12 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
         ValueError, r'ModelFnOptions.moving_average_decay=1.5'):
       model_fn_lib.ModelFnOptions(moving_average_decay=1.5)
     self.assertIsNone(model_fn_lib.ModelFnOptions().quantize_delay_step)
+    for tolerance in (0, 2.5):
+      with self.assertRaisesRegex(
+          validation.ConfigurationError,
+          rf'ModelFnOptions.boundary_tolerance = {tolerance}: expected a '
+          'positive whole number'):
+        model_fn_lib.ModelFnOptions(boundary_tolerance=tolerance)
 
 
 class PrecisionTest(testing_utils.TinyDataTestCase):

@@ -235,8 +235,9 @@ def warn_never_predicted(record):
   tf.compat.v1.logging.warning(
       'Never predicted in the %d images evaluated at step %s, though '
       'labelled there: %s. Try class weights (segmentation_loss.'
-      'class_weights; dataset_stats suggests them) or a region loss (Dice, '
-      'Lovasz), and training crops that hold these classes.',
+      'class_weights; dataset_stats suggests them), a region loss '
+      '(--gin_file=gin/losses/ce_dice.gin), and training crops that hold '
+      'these classes (CropSampling, docs/your_own_data.md).',
       record['num_images'], record['global_step'], ', '.join(names))
 
 

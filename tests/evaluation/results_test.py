@@ -2,12 +2,14 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 
 from official_seg.evaluation import metrics
 from official_seg.evaluation import results
+from official_seg.runtime import gin_config
 
 _NAMES = ['background', 'cat', 'absent']
 # 'cat' is labelled (row 1) but never predicted (column 1).
@@ -225,6 +227,9 @@ class ResultsTest(tf.test.TestCase):
     self.assertIn(': bike.', line)
     self.assertIn('class weights', line)
     self.assertIn('region loss', line)
+    # The gin file it names ships.
+    named = re.search(r'--gin_file=gin/(\S+\.gin)', line).group(1)
+    self.assertTrue(os.path.exists(os.path.join(gin_config.gin_dir(), named)))
     self.assertIn('crops that hold these classes', line)
     # 'boat' is neither labelled nor predicted: nothing to warn about.
     self.assertNotIn('boat', line)

@@ -21,15 +21,17 @@ from absl import flags
 # of them seconds. main() imports the rest.
 from official_seg import command_line
 from official_seg import validation
+from official_seg import layout_flags
 from official_seg.data import layouts
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_enum('layout', None, layouts.LAYOUTS,
                   'How the dataset is laid out.',
                   flag_values=FLAGS)
-flags.DEFINE_string('input_dir', None,
-                    'Dataset root (voc, cityscapes, ade20k).',
-                    flag_values=FLAGS)
+layout_flags.define_folder_flags(
+    FLAGS, 'Dataset root (voc, cityscapes, ade20k).',
+    'voc: label folder, e.g. SegmentationClassAug for train_aug; default '
+    'SegmentationClassRaw or SegmentationClass.')
 flags.DEFINE_string('output_dir', None, 'Where to write the shards.',
                     flag_values=FLAGS)
 flags.DEFINE_list('splits', None, 'Splits to write; default train,val.',
@@ -40,17 +42,6 @@ flags.DEFINE_integer('num_workers', os.cpu_count(), 'Encoding processes.',
                      flag_values=FLAGS)
 flags.DEFINE_bool('overwrite', False, 'Replace existing shards of a split.',
                   flag_values=FLAGS)
-flags.DEFINE_string('image_dir', None, 'folders: the images.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('label_dir', None, 'folders: PNG labels, same stems.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('split_list_dir', None,
-                    'folders: optional <split>.txt lists of stems.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('label_subdir', None,
-                    'voc: label folder, e.g. SegmentationClassAug for '
-                    'train_aug; default SegmentationClassRaw or '
-                    'SegmentationClass.', flag_values=FLAGS)
 flags.DEFINE_string('dataset_gin', None,
                     'Gin file setting the dataset macros (NUM_CLASSES, '
                     'CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, '

@@ -18,6 +18,7 @@ import numpy as np
 from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg import validation
+from official_seg import layout_flags
 from official_seg.data import input_fn
 from official_seg.data import layouts
 from official_seg.data import storage
@@ -57,17 +58,9 @@ flags.DEFINE_bool('complement', False, 'Also write the other images of the '
 flags.DEFINE_enum('layout', None, ['voc', 'folders'], 'Read the raw dataset '
                   'in this layout and write a split list (<name>.txt) for '
                   'build_tfrecords instead of shards.', flag_values=FLAGS)
-flags.DEFINE_string('input_dir', None, 'voc: VOCdevkit/VOC2012.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('image_dir', None, 'folders: the images.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('label_dir', None, 'folders: PNG labels, same stems.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('split_list_dir', None,
-                    'folders: optional <split>.txt lists of stems.',
-                    flag_values=FLAGS)
-flags.DEFINE_string('label_subdir', None, 'voc: label folder, as '
-                    'build_tfrecords takes it.', flag_values=FLAGS)
+layout_flags.define_folder_flags(
+    FLAGS, 'voc: VOCdevkit/VOC2012.',
+    'voc: label folder, as build_tfrecords takes it.')
 flags.DEFINE_string('output_list_dir', None, 'Where <name>.txt goes; default '
                     'ImageSets/Segmentation (voc) or --split_list_dir '
                     '(folders).', flag_values=FLAGS)

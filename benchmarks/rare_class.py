@@ -24,7 +24,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import time
 from typing import Optional, Sequence
 
 import gin
@@ -35,7 +34,6 @@ from official_seg import validation
 from official_seg.data import storage
 from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats as stats_lib
-from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 
 LOSS_FILES = {'focal': 'losses/focal.gin', 'dice': 'losses/dice.gin',
@@ -75,6 +73,23 @@ class Spec:
   rare_class: Optional[str] = None
 
 
+def _arm_problem(parts):
+  """What makes these parts of an arm's name no arm, or None."""
+  known = LOSSES + ('class_weights', 'crops')
+  unknown = [part for part in parts if part not in known]
+  losses = [part for part in parts if part in LOSSES]
+  if unknown:
+    return f'{unknown[0]!r} is none of {", ".join(known)}'
+  if len(set(parts)) < len(parts):
+    return 'it names a part twice'
+  if len(losses) > 1:
+    return 'it names two losses'
+  if 'class_weights' in parts and losses and (
+      losses[0] not in WEIGHTED_LOSSES):
+    return f'{losses[0]} takes no class weights'
+  return None
+
+
 def arm_parts(arm):
   """(loss, frozenset of 'class_weights' and 'crops') of an arm's name.
 
@@ -83,20 +98,12 @@ def arm_parts(arm):
       losses, or class weights for a loss that takes none.
   """
   parts = arm.split('+')
-  known = LOSSES + ('class_weights', 'crops')
-  unknown = [part for part in parts if part not in known]
-  losses = [part for part in parts if part in LOSSES]
-  loss = losses[0] if losses else BASELINE
-  problem = (f'{unknown[0]!r} is none of {", ".join(known)}' if unknown
-             else 'it names a part twice' if len(set(parts)) < len(parts)
-             else 'it names two losses' if len(losses) > 1
-             else f'{loss} takes no class weights'
-             if 'class_weights' in parts and loss not in WEIGHTED_LOSSES
-             else None)
+  problem = _arm_problem(parts)
   if problem:
     raise validation.ConfigurationError(
         f'Arm {arm!r}: {problem}; join parts with "+", one loss at most.')
-  return loss, frozenset(parts) - set(LOSSES)
+  losses = [part for part in parts if part in LOSSES]
+  return (losses[0] if losses else BASELINE), frozenset(parts) - set(LOSSES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,15 +206,8 @@ def run_one(spec, facts, arm, seed, model_dir):
     eval_secs, wall_secs (the two together), gin_files, gin_params.
   """
   files, params = arm_config(spec, facts, arm, seed)
-  # One process runs many experiments: each starts from a clean config.
-  gin.clear_config()
-  gin_config.parse(files, params)
-  start = time.perf_counter()
-  experiment.run('train', model_dir)
-  train_secs = time.perf_counter() - start
-  result = experiment.run('eval', model_dir)
-  eval_secs = time.perf_counter() - start - train_secs
-  gin.clear_config()
+  result, train_secs, eval_secs = semi_supervised.train_and_evaluate(
+      files, params, model_dir)
   name = facts.class_names[facts.rare_class]
   return {
       'arm': arm, 'seed': int(seed), 'model_dir': model_dir,

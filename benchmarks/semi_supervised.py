@@ -110,6 +110,25 @@ def late_mean(points, train_steps):
   return statistics.fmean(late) if late else None
 
 
+def train_and_evaluate(gin_files, gin_params, model_dir):
+  """Trains one experiment, then evaluates its final checkpoint.
+
+  gin is cleared before and after: one process runs many experiments, each
+  from a clean config.
+
+  Returns:
+    (the evaluation's metrics record, seconds of training, of evaluation).
+  """
+  gin.clear_config()
+  gin_config.parse(gin_files, gin_params)
+  start = time.perf_counter()
+  experiment.run('train', model_dir)
+  train_secs = time.perf_counter() - start
+  record = experiment.run('eval', model_dir)
+  gin.clear_config()
+  return record, train_secs, time.perf_counter() - start - train_secs
+
+
 def run_one(spec, arm, seed, model_dir):
   """Trains and evaluates one arm at one seed; its record.
 
@@ -118,15 +137,8 @@ def run_one(spec, arm, seed, model_dir):
     train_secs, eval_secs, secs_per_step (from Estimator's step rate, None
     when the run logged none) and monitors {tag: late mean or None}.
   """
-  files, params = arm_config(spec, arm, seed)
-  # One process runs many experiments: each starts from a clean config.
-  gin.clear_config()
-  gin_config.parse(files, params)
-  start = time.perf_counter()
-  experiment.run('train', model_dir)
-  train_secs = time.perf_counter() - start
-  record = experiment.run('eval', model_dir)
-  eval_secs = time.perf_counter() - start - train_secs
+  record, train_secs, eval_secs = train_and_evaluate(
+      *arm_config(spec, arm, seed), model_dir)
   logged = scalars(model_dir, MONITORS + (STEP_RATE_TAG,))
   rates = list(logged.pop(STEP_RATE_TAG).values())
   return {

@@ -11,7 +11,7 @@ from official_seg.data import storage
 
 # How to write the file for shards made elsewhere; the dataset writers
 # (build_tfrecords, make_synthetic_dataset, make_scarce_dataset,
-# make_labeled_subset) write it with the shards.
+# make_rare_dataset, make_labeled_subset) write it with the shards.
 WRITE_COMMAND = ('dataset_stats --gin_file=<your dataset.gin> '
                  '--write_image_classes')
 

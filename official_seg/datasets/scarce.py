@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from official_seg.data import tfexample
 from official_seg.datasets import synthetic
 
 SHAPES = ('disk', 'square', 'triangle', 'cross')
@@ -175,19 +174,9 @@ def examples(num_images, seed, image_format='png', tally=None,
     `tf.train.Example` in the DeepLab format.
   """
   rng = np.random.default_rng(seed)
-  encode = tf.io.encode_jpeg if image_format == 'jpeg' else tf.io.encode_png
-  for index in range(num_images):
-    image, label, _ = make_sample(rng, **sample_kwargs)
-    filename = f'scarce_{seed}_{index:06d}.{image_format[:3]}'
-    if tally is not None:
-      tally.add(*label.shape, np.bincount(label.ravel(), minlength=256),
-                filename)
-    yield tfexample.make_example(
-        image_bytes=encode(image).numpy(),
-        label_bytes=tf.io.encode_png(label[..., None]).numpy(),
-        filename=filename,
-        image_format=image_format, height=image.shape[0],
-        width=image.shape[1])
+  samples = (make_sample(rng, **sample_kwargs)[:2] for _ in range(num_images))
+  yield from synthetic.encoded_examples(samples, f'scarce_{seed}',
+                                        image_format, tally)
 
 
 def write_dataset(output_dir, splits, num_shards=4, **kwargs):

@@ -97,10 +97,27 @@ def examples(num_images, seed, image_format='jpeg', tally=None,
     `tf.train.Example` in the DeepLab format.
   """
   rng = np.random.default_rng(seed)
+  samples = (make_sample(rng, **sample_kwargs) for _ in range(num_images))
+  yield from encoded_examples(samples, f'synthetic_{seed}', image_format,
+                              tally)
+
+
+def encoded_examples(samples, stem, image_format, tally=None):
+  """The DeepLab examples of (image, label) pairs, named `<stem>_<index>`.
+
+  Args:
+    samples: iterable of (image uint8 [H, W, 3], label uint8 [H, W]).
+    stem: str, each record filename's start; the index and format follow.
+    image_format: 'jpeg' or 'png'.
+    tally: optional `split_metadata.Tally`, given each image's size, label
+      counts and filename as it is yielded.
+
+  Yields:
+    `tf.train.Example` in the DeepLab format.
+  """
   encode = tf.io.encode_jpeg if image_format == 'jpeg' else tf.io.encode_png
-  for index in range(num_images):
-    image, label = make_sample(rng, **sample_kwargs)
-    filename = f'synthetic_{seed}_{index:06d}.{image_format[:3]}'
+  for index, (image, label) in enumerate(samples):
+    filename = f'{stem}_{index:06d}.{image_format[:3]}'
     if tally is not None:
       tally.add(*label.shape, np.bincount(label.ravel(), minlength=256),
                 filename)

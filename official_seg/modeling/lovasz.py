@@ -24,8 +24,12 @@ def jaccard_steps(truth_sorted):
     float32 [..., N].
   """
   total = tf.reduce_sum(truth_sorted, -1, keepdims=True)
-  intersection = total - tf.cumsum(truth_sorted, -1)
-  union = total + tf.cumsum(1.0 - truth_sorted, -1)
+  foreground = tf.cumsum(truth_sorted, -1)
+  # cumsum(1 - g)_i is (i + 1) - cumsum(g)_i, exact for integers below 2**24
+  # in float32: one cumulative sum instead of two.
+  seen = tf.range(1, _size(truth_sorted, -1) + 1, dtype=truth_sorted.dtype)
+  intersection = total - foreground
+  union = total + seen - foreground
   jaccard = 1.0 - intersection / union
   return tf.concat([jaccard[..., :1], jaccard[..., 1:] - jaccard[..., :-1]],
                    -1)
@@ -35,9 +39,12 @@ def class_losses(probabilities, truth, valid):
   """Each class's Lovász extension at its errors |g - p|, at a fixed length.
 
   The reference drops ignored pixels; here they keep their place with an
-  error of 0 and a sort key of -1, below every valid error (>= 0), so they
-  sort after all valid pixels, leave the valid pixels' steps as they are,
-  and add 0 to the loss and its gradient.
+  error of 0 and a sort key below every valid error, so they sort after all
+  valid pixels, leave the valid pixels' steps as they are, and add 0 to the
+  loss and its gradient. The sum of the sorted errors times their steps is
+  taken in the pixels' own order, with the steps moved back there by the
+  inverse permutation: the gradient is then a product, not the scatter that
+  differentiating the sort would add.
 
   Args:
     probabilities: float32 [G, C, N], softmax of each group's pixels.
@@ -48,11 +55,43 @@ def class_losses(probabilities, truth, valid):
     float32 [G, C].
   """
   errors = tf.abs(truth - probabilities) * valid
-  keys = tf.where(valid > 0, errors, -tf.ones_like(errors))
-  sorted_keys, order = tf.math.top_k(keys, k=_size(keys, -1))
-  truth_sorted = tf.gather(truth, order, batch_dims=2)
+  order, truth_sorted = _decreasing_order(errors, truth, valid)
   steps = tf.stop_gradient(jaccard_steps(truth_sorted))
-  return tf.reduce_sum(tf.maximum(sorted_keys, 0.0) * steps, -1)
+  return tf.reduce_sum(errors * _unsorted(steps, order), -1)
+
+
+def _decreasing_order(errors, truth, valid):
+  """The order that sorts each row's errors in decreasing order, and truth in it.
+
+  Errors lie in [0, 1], where a float32's bits read as an int32 keep its
+  order, and twice them plus the truth bit still fits an int32: sorting
+  those keys sorts the errors (equal errors: the class's pixels first, then
+  pixel order) and carries each pixel's truth in the lowest bit, so no
+  gather is needed. Ignored pixels get -2, below all of them.
+
+  Args:
+    errors: float32 [G, C, N] in [0, 1].
+    truth: float32 [G, C, N], 0 or 1.
+    valid: float32 [G, 1, N], 1 where labelled.
+
+  Returns:
+    (int32 [G, C, N] indices, float32 [G, C, N] truth in that order).
+  """
+  keys = tf.bitcast(errors, tf.int32) * 2 + tf.cast(truth, tf.int32)
+  keys = tf.where(valid > 0, keys, tf.fill(tf.shape(keys), -2))
+  values, order = tf.math.top_k(keys, k=_size(keys, -1))
+  return order, tf.cast(tf.bitwise.bitwise_and(values, 1), truth.dtype)
+
+
+def _unsorted(values, order):
+  """values[..., k] moved to position order[..., k] of each row."""
+  length = _size(order, -1)
+  rows = tf.range(tf.size(order) // length) * length
+  flat = tf.reshape(order + tf.reshape(rows, tf.shape(order)[:-1])[..., None],
+                    [-1])
+  inverse = tf.math.invert_permutation(flat)
+  return tf.reshape(tf.gather(tf.reshape(values, [-1]), inverse),
+                    tf.shape(order))
 
 
 def _size(tensor, axis):

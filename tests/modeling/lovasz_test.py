@@ -106,6 +106,25 @@ class LovaszSoftmaxTest(loss_testing.LossContract, tf.test.TestCase,
     one_hot, _ = loss_testing.one_hot_and_valid(LABELS)
     self.assertAllClose(_value(200.0 * one_hot), 0.0, atol=1e-6)
 
+  @parameterized.parameters(True, False)
+  def test_tied_errors_give_the_reference_value(self, per_image):
+    # Equal logits: every probability is 1/3, so each class's pixels have the
+    # error 2/3 and the others 1/3, tied within each; the Lovász extension's
+    # value does not depend on how ties are ordered.
+    values = np.zeros(loss_testing.logits().shape, np.float32)
+    self.assertAllClose(_value(values, per_image=per_image),
+                        _numpy_lovasz(values, LABELS, per_image=per_image),
+                        rtol=1e-6)
+
+  def test_a_class_and_another_tied_at_one_error(self):
+    # Two classes, logits giving p(class 1) = 1/2 at half the pixels: there a
+    # class-1 pixel's error (1 - p) equals a class-0 pixel's error (p).
+    values = np.zeros((2, 4, 5, 2), np.float32)
+    values[..., 1] = np.where(np.arange(5) % 2, 0.0, 1.5)
+    labels = np.where(LABELS == IGNORE, IGNORE, LABELS % 2)
+    self.assertAllClose(_value(values, labels),
+                        _numpy_lovasz(values, labels), rtol=1e-6)
+
   def test_unknown_classes_option_is_a_configuration_error(self):
     with self.assertRaisesRegex(validation.ConfigurationError,
                                 r"lovasz_softmax_loss.classes = 'some': "

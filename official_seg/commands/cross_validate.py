@@ -4,7 +4,7 @@
   # its final checkpoint evaluated; mean and spread per class:
   cross_validate --gin_file=gin/experiments/quickstart.gin \
     --data_dir=data/mine --folds=5 --work_dir=runs/cv
-  # Two losses compared on the same folds; the best named at the end:
+  # The experiment and two losses on the same folds; the best named:
   cross_validate --gin_file=gin/experiments/quickstart.gin \
     --data_dir=data/mine --folds=5 --work_dir=runs/cv \
     --compare=losses/dice.gin,losses/lovasz.gin
@@ -39,26 +39,27 @@ flags.DEFINE_string('work_dir', None, 'Where each configuration\'s folds '
                     'train (<work_dir>/<name>/fold<i>) and the summary goes '
                     '(cross_validation.json).', flag_values=FLAGS)
 flags.DEFINE_list('compare', [], 'gin files, each added after --gin_file as '
-                  'one configuration to compare (named by the file); '
-                  'default the experiment alone.', flag_values=FLAGS)
+                  'one more configuration (named by the file) to compare '
+                  'with the experiment as it is.', flag_values=FLAGS)
 flags.DEFINE_integer('num_shards', 4, 'Most shards of each fold split.',
                      flag_values=FLAGS)
 flags.mark_flag_as_required('work_dir', flag_values=FLAGS)
 
 
 def configurations():
-  """The `Configuration`s: the experiment, or one per --compare file."""
+  """The `Configuration`s: the experiment, then one per --compare file."""
   files = tuple(FLAGS.gin_file or ())
   params = tuple(seg_flags.gin_params(flag_values=FLAGS))
-  if not FLAGS.compare:
-    return [cross_validation.Configuration('experiment', files, params)]
-  names = [os.path.splitext(os.path.basename(f))[0] for f in FLAGS.compare]
+  names = ['experiment'] + [os.path.splitext(os.path.basename(f))[0]
+                            for f in FLAGS.compare]
   if len(set(names)) != len(names):
     raise validation.ConfigurationError(
-        f'--compare={",".join(FLAGS.compare)}: two files share a name; each '
-        'names its configuration\'s folder.')
-  return [cross_validation.Configuration(name, files + (extra,), params)
-          for name, extra in zip(names, FLAGS.compare)]
+        f'--compare={",".join(FLAGS.compare)}: each file names its '
+        'configuration\'s folder, so the names (without folder and .gin) '
+        'must differ from each other and from "experiment".')
+  extras = [()] + [(extra,) for extra in FLAGS.compare]
+  return [cross_validation.Configuration(name, files + extra, params)
+          for name, extra in zip(names, extras)]
 
 
 def fold_splits(info):

@@ -48,6 +48,12 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
     self.assertIn('Folds of split \'train\': written earlier', again.stdout)
     self.assertEqual(again.stdout.count('done earlier'), 2)
 
+  def test_compared_files_of_one_name_exit_2(self):
+    result = self._run(folds=2, compare=['losses/dice.gin', 'mine/dice.gin'])
+    self.assertEqual(result.status, 2)
+    self.assertIn('each file names its configuration\'s folder',
+                  result.stderr)
+
   def test_more_folds_than_images_exits_2(self):
     result = self._run(folds=7)
     self.assertEqual(result.status, 2)

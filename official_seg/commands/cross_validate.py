@@ -9,6 +9,10 @@
     --data_dir=data/mine --folds=5 --work_dir=runs/cv \
     --compare=losses/dice.gin,losses/lovasz.gin
 
+  # And one SavedModel averaging the best configuration's folds:
+  cross_validate ... --ensemble
+  predict_images --saved_model=runs/cv/<best>/ensemble --input=images/
+
 The folds are written once beside the training split's shards, as the
 splits <split>_fold<i>of<K>_train and _val, with <split>-folds<K>.json
 (each image's fold). The same command again resumes: finished folds are read
@@ -41,6 +45,10 @@ flags.DEFINE_string('work_dir', None, 'Where each configuration\'s folds '
 flags.DEFINE_list('compare', [], 'gin files, each added after --gin_file as '
                   'one more configuration (named by the file) to compare '
                   'with the experiment as it is.', flag_values=FLAGS)
+flags.DEFINE_bool('ensemble', False, 'Also export one SavedModel that '
+                  'averages the folds\' probabilities, of the best '
+                  'configuration (<work_dir>/<name>/ensemble).',
+                  flag_values=FLAGS)
 flags.DEFINE_integer('num_shards', 4, 'Most shards of each fold split.',
                      flag_values=FLAGS)
 flags.mark_flag_as_required('work_dir', flag_values=FLAGS)
@@ -109,6 +117,10 @@ def _main(argv):
   print(cross_validation.format_summary(result))
   print('Summary: ' + os.path.join(FLAGS.work_dir,
                                    cross_validation.SUMMARY_FILE))
+  if FLAGS.ensemble:
+    chosen = {setup.name: setup for setup in setups}[
+        result.get('best', setups[0].name)]
+    cross_validation.export_ensemble(chosen, splits, FLAGS.work_dir)
 
 
 def main(argv=None):

@@ -17,6 +17,11 @@ IMAGE_TENSOR_PROBABILITIES = f'{IMAGE_TENSOR}:{PROBABILITIES}'
 # Features only the serving receiver gives: each image's decoded size.
 ORIGINAL_HEIGHT = 'original_height'
 ORIGINAL_WIDTH = 'original_width'
+# The `PROBABILITIES` outputs that place each image in the batch: its decoded
+# size, and its size inside the model input (the same unless the eval Parser
+# resizes); with them the label maps of `SERVING_DEFAULT` can be cut from
+# probabilities computed elsewhere (an ensemble's mean).
+SIZE_OUTPUTS = ('height', 'width', 'input_height', 'input_width')
 # The label of pixels beyond an image in the batch's label maps.
 PAD_LABEL = -1
 
@@ -60,8 +65,10 @@ def export_outputs(predictions, logits, features):
     decoded size.
   - `PROBABILITIES`: 'logits' float32 [B, H, W, C] of the single-scale pass,
     bilinearly resized to the input (with sliding windows, the log of the
-    blended probabilities), and 'probabilities' float32 [B, H, W, C],
-    averaged over the gin-bound scales and flips (and blended windows).
+    blended probabilities), 'probabilities' float32 [B, H, W, C],
+    averaged over the gin-bound scales and flips (and blended windows), and
+    `SIZE_OUTPUTS`, int32 [B]: 'height' and 'width' as above,
+    'input_height' and 'input_width' each image's size inside the input.
 
   Args:
     predictions: the PREDICT spec's dict with 'semantic' int32 [B, H, W] and
@@ -91,5 +98,9 @@ def export_outputs(predictions, logits, features):
       PROBABILITIES: tf.estimator.export.PredictOutput({
           'logits': logits,
           'probabilities': predictions['probabilities'],
+          'height': features[ORIGINAL_HEIGHT],
+          'width': features[ORIGINAL_WIDTH],
+          'input_height': features['height'],
+          'input_width': features['width'],
       }),
   }

@@ -12,10 +12,13 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import storage
+from official_seg.export import ensemble as ensemble_lib
+from official_seg.export import predictor
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 
 DONE_FILE = 'fold_result.json'
+ENSEMBLE_DIR = 'ensemble'
 SUMMARY_FILE = 'cross_validation.json'
 
 
@@ -164,6 +167,41 @@ def run(configurations: Sequence[Configuration], fold_splits, work_dir,
   storage.write_whole(os.path.join(work_dir, SUMMARY_FILE),
                       json.dumps(result, indent=1, sort_keys=True))
   return result
+
+
+def _fold_export(configuration, splits, model_dir):
+  """The SavedModel of a fold's final checkpoint, exported if it has none."""
+  try:
+    return predictor.find_saved_model(model_dir)
+  except validation.MissingFileError:
+    pass
+  settings = _settings(configuration, splits)
+  with gin_config.parsed_alone(settings['gin_files'], settings['gin_params']):
+    experiment.run('export', model_dir)
+  return predictor.find_saved_model(model_dir)
+
+
+def export_ensemble(configuration, fold_splits, work_dir, log=print):
+  """One SavedModel averaging the probabilities of a configuration's folds.
+
+  Each fold's final checkpoint is exported first where it has no SavedModel
+  (`--mode=export` with the fold's own settings). Written to
+  <work_dir>/<name>/ensemble (`export.ensemble`), replacing an earlier one.
+
+  Returns:
+    str, the ensemble's SavedModel dir.
+  """
+  members = [_fold_export(configuration, splits,
+                          os.path.join(work_dir, configuration.name,
+                                       f'fold{index}'))
+             for index, splits in enumerate(fold_splits)]
+  output = os.path.join(work_dir, configuration.name, ENSEMBLE_DIR)
+  if tf.io.gfile.exists(output):
+    tf.io.gfile.rmtree(output)
+  ensemble_lib.export_ensemble(members, output)
+  log(f'{configuration.name}: the mean of {len(members)} folds\' '
+      f'probabilities exported to {output}')
+  return output
 
 
 def _cell(spread):

@@ -18,7 +18,6 @@ import os
 import sys
 
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from official_seg import command_line
@@ -29,7 +28,6 @@ from official_seg.data import input_fn as input_lib
 from official_seg.data import storage
 from official_seg.data import tfexample
 from official_seg.export import predictor
-from official_seg.export import tflite_runner
 from official_seg.runtime import estimator
 from official_seg.semi_supervised import pseudo_label_quality as quality
 
@@ -89,26 +87,8 @@ def examples(data_dir, split, limit=None):
     yield encoded.numpy(), label.numpy()[..., 0]
 
 
-def probabilities_at_decoded_size(padded, original_size, resize_range):
-  """An image's probabilities cut from the padded output, at its size.
-
-  Args:
-    padded: float [H, W, C], the probabilities signature's output.
-    original_size: (height, width) of the decoded image.
-    resize_range: the eval parser's; the image sits in the top-left corner
-      at the size it resizes to (see `tflite_runner.fitted_size`).
-
-  Returns:
-    float32 [height, width, C]; resized back with nearest neighbours and
-    aligned corners when the parser resized, as the served labels are.
-  """
-  size = tflite_runner.fitted_size(original_size, (np.inf, np.inf),
-                                   resize_range)
-  cut = padded[None, :size[0], :size[1]]
-  if size != tuple(original_size):
-    cut = tf.compat.v1.image.resize_nearest_neighbor(
-        cut, original_size, align_corners=True)
-  return np.asarray(cut[0], np.float32)
+# Kept under its old name for callers of this module.
+probabilities_at_decoded_size = predictor.probabilities_at_decoded_size
 
 
 def _main(argv):

@@ -55,15 +55,34 @@ def bin_counts(probabilities, labels, ignore_label, num_bins=NUM_BINS):
     float64 [M, 3] NumPy: pixels, summed confidence, pixels predicted right.
   """
   probabilities = tf.convert_to_tensor(probabilities)
-  top = tf.reshape(confidence(probabilities), [-1])
-  predicted = tf.reshape(tf.argmax(probabilities, axis=-1), [-1])
+  return confidence_bin_counts(
+      confidence(probabilities), tf.argmax(probabilities, axis=-1), labels,
+      ignore_label, num_bins)
+
+
+def confidence_bin_counts(top, predicted, labels, ignore_label,
+                          num_bins=NUM_BINS):
+  """`bin_counts` of confidence maps and the labels predicted with them.
+
+  Args:
+    top: float [...], each pixel's confidence.
+    predicted: int [...], each pixel's predicted class.
+    labels: int [...], the true class or `ignore_label`.
+    ignore_label: int.
+    num_bins: int M.
+
+  Returns:
+    float64 [M, 3] NumPy, as `bin_counts`.
+  """
+  top = tf.reshape(tf.cast(top, tf.float64), [-1])
+  predicted = tf.reshape(tf.cast(predicted, tf.int64), [-1])
   labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
   valid = labels != ignore_label
   top, predicted, labels = (tf.boolean_mask(t, valid)
                             for t in (top, predicted, labels))
-  index = tf.cast(tf.math.ceil(tf.cast(top, tf.float64) * num_bins), tf.int32)
+  index = tf.cast(tf.math.ceil(top * num_bins), tf.int32)
   index = tf.clip_by_value(index - 1, 0, num_bins - 1)
-  columns = tf.stack([tf.ones_like(top, tf.float64), tf.cast(top, tf.float64),
+  columns = tf.stack([tf.ones_like(top), top,
                       tf.cast(predicted == labels, tf.float64)], axis=1)
   return tf.math.unsorted_segment_sum(columns, index, num_bins).numpy()
 

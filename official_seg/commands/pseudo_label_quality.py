@@ -24,9 +24,7 @@ from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.data import dataset_info
-from official_seg.data import input_fn as input_lib
 from official_seg.data import storage
-from official_seg.data import tfexample
 from official_seg.export import predictor
 from official_seg.runtime import estimator
 from official_seg.semi_supervised import pseudo_label_quality as quality
@@ -70,25 +68,9 @@ def _saved_model_dir(path):
   return predictor.find_saved_model(path)
 
 
-def examples(data_dir, split, limit=None):
-  """The split's encoded images and decoded labels, in shard order.
-
-  Yields:
-    (encoded image bytes, label uint8 [h, w]).
-
-  Raises:
-    validation.MissingFileError: the split has no shards.
-  """
-  decoder = tfexample.Decoder()
-  records = tf.data.TFRecordDataset(input_lib.list_shards(data_dir, split))
-  records = records.map(lambda serialized: (
-      decoder.encoded(serialized)[0], decoder.decode_label(serialized)))
-  for encoded, label in records.take(-1 if limit is None else limit):
-    yield encoded.numpy(), label.numpy()[..., 0]
-
-
 # Kept under its old name for callers of this module.
 probabilities_at_decoded_size = predictor.probabilities_at_decoded_size
+examples = predictor.split_examples
 
 
 def _main(argv):

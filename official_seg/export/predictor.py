@@ -8,7 +8,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import input_fn as input_lib
 from official_seg.data import layouts
+from official_seg.data import tfexample
 from official_seg.evaluation import calibration
 from official_seg.export import saved_model
 from official_seg.export import signatures
@@ -184,6 +186,23 @@ def probabilities_at_decoded_size(padded, original_size, resize_range):
     cut = tf.compat.v1.image.resize_nearest_neighbor(
         cut, original_size, align_corners=True)
   return np.asarray(cut[0], np.float32)
+
+
+def split_examples(data_dir, split, limit=None):
+  """A split's encoded images and decoded labels, in shard order.
+
+  Yields:
+    (encoded image bytes, label uint8 [h, w]).
+
+  Raises:
+    validation.MissingFileError: the split has no shards.
+  """
+  decoder = tfexample.Decoder()
+  records = tf.data.TFRecordDataset(input_lib.list_shards(data_dir, split))
+  records = records.map(lambda serialized: (
+      decoder.encoded(serialized)[0], decoder.decode_label(serialized)))
+  for encoded, label in records.take(-1 if limit is None else limit):
+    yield encoded.numpy(), label.numpy()[..., 0]
 
 
 def list_images(pattern):

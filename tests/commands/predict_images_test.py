@@ -64,7 +64,7 @@ def _probabilities(pixels):
   return tf.nn.softmax(logits)
 
 
-def _numpy_probabilities(image, temperature=1.0):
+def numpy_probabilities(image, temperature=1.0):
   """`_probabilities` in NumPy, of the logits divided by `temperature`."""
   logits = np.concatenate([image / 64.0, np.zeros(image.shape[:2] + (1,))],
                           axis=-1) / temperature
@@ -72,7 +72,7 @@ def _numpy_probabilities(image, temperature=1.0):
   return exp / exp.sum(axis=-1, keepdims=True)
 
 
-def _write_stand_in_with_maps(export_dir, temperature=None):
+def write_stand_in_with_maps(export_dir, temperature=None):
   """A stand-in export that serves confidence and entropy maps too."""
   parser = preprocess.Parser(False, ignore_label=255, crop_size=(1, 1),
                              mean_rgb=(0.0, 0.0, 0.0),
@@ -197,12 +197,12 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters(None, 2.0)
   def test_confidence_entropy_and_ece_of_an_export_that_serves_them(
       self, temperature):
-    _write_stand_in_with_maps(
+    write_stand_in_with_maps(
         os.path.join(self.model_dir, 'export', '1700000009'), temperature)
     printed = self._run(label_dir=self.label_dir)
     probabilities, labels = [], []
     for stem, image in self.images.items():
-      found = _numpy_probabilities(image.astype(np.float64), temperature or 1)
+      found = numpy_probabilities(image.astype(np.float64), temperature or 1)
       self.assertAllEqual(self._read('labels', stem), found.argmax(-1))
       for kind, expected in (
           ('confidence', found.max(-1)),

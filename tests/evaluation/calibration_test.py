@@ -43,6 +43,18 @@ def numpy_nll_gradient(logits, labels, beta):
   return np.mean(expected - logits[np.arange(len(labels)), labels])
 
 
+def numpy_fitted_temperature(logits, labels):
+  """The T of least NLL: bisection on the NLL's derivative in beta = 1 / T."""
+  low, high = 1e-3, 1e2
+  for _ in range(200):
+    middle = (low + high) / 2
+    if numpy_nll_gradient(logits, labels, middle) < 0:
+      low = middle
+    else:
+      high = middle
+  return 1.0 / low
+
+
 class CalibrationTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
@@ -117,15 +129,9 @@ class CalibrationTest(tf.test.TestCase, parameterized.TestCase):
     calibrated = rng.normal(0.0, 2.0, (4000, 5))
     labels = np.array([rng.choice(5, p=p) for p in numpy_softmax(calibrated)])
     fitted = calibration.fit_temperature(1.7 * calibrated, labels)
-    # The reference: bisection on the NLL's derivative in beta = 1 / T.
-    low, high = 1e-3, 1e2
-    for _ in range(200):
-      middle = (low + high) / 2
-      if numpy_nll_gradient(1.7 * calibrated, labels, middle) < 0:
-        low = middle
-      else:
-        high = middle
-    self.assertAllClose(fitted, 1.0 / low, rtol=1e-6)
+    self.assertAllClose(
+        fitted, numpy_fitted_temperature(1.7 * calibrated, labels),
+        rtol=1e-6)
     # Labels drawn from the calibrated softmax: near the scale it was given.
     self.assertAllClose(fitted, 1.7, rtol=0.1)
     self.assertAllClose(

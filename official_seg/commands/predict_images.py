@@ -197,11 +197,6 @@ def _report(scored, global_step, counts, temperature=None):
         calibration.expected_calibration_error(counts))
     record['temperature'] = temperature
   print(results.format_table(record))
-  if counts.any():
-    print(f'{"expected calibration error":<27}'
-          f'{record["expected_calibration_error"]:.4f} ('
-          f'{calibration.NUM_BINS} confidence bins; temperature '
-          f'{temperature or "none"})')
   results.warn_never_predicted(record)
   confusion = scored.confusion
   with open(os.path.join(FLAGS.output_dir, 'metrics.json'), 'w') as f:

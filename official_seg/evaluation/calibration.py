@@ -74,17 +74,42 @@ def confidence_bin_counts(top, predicted, labels, ignore_label,
   Returns:
     float64 [M, 3] NumPy, as `bin_counts`.
   """
-  top = tf.reshape(tf.cast(top, tf.float64), [-1])
-  predicted = tf.reshape(tf.cast(predicted, tf.int64), [-1])
-  labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
-  valid = labels != ignore_label
-  top, predicted, labels = (tf.boolean_mask(t, valid)
-                            for t in (top, predicted, labels))
+  return _counts(top[None], predicted[None], labels[None], ignore_label,
+                 num_bins, tf.float64)[0].numpy()
+
+
+def batch_bin_counts(probabilities, labels, ignore_label, num_bins=NUM_BINS):
+  """`bin_counts` of each example of a batch, in the graph (TPU included).
+
+  Args:
+    probabilities: float [B, H, W, C].
+    labels: int [B, H, W] or [B, H, W, 1].
+    ignore_label: int; these pixels (and padding) count nowhere.
+    num_bins: int M.
+
+  Returns:
+    float32 [B, M, 3] tensor.
+  """
+  return _counts(confidence(probabilities),
+                 tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+                 tf.reshape(labels, tf.shape(probabilities)[:-1]),
+                 ignore_label, num_bins, tf.float32)
+
+
+def _counts(top, predicted, labels, ignore_label, num_bins, dtype):
+  """[B, M, 3] counts of [B, ...] confidences, predictions and labels."""
+  batch = tf.shape(top)[0]
+  top = tf.reshape(tf.cast(top, dtype), [batch, -1])
+  labels = tf.reshape(tf.cast(labels, tf.int32), [batch, -1])
+  predicted = tf.reshape(tf.cast(predicted, tf.int32), [batch, -1])
+  valid = tf.cast(tf.not_equal(labels, ignore_label), dtype)
   index = tf.cast(tf.math.ceil(top * num_bins), tf.int32)
   index = tf.clip_by_value(index - 1, 0, num_bins - 1)
-  columns = tf.stack([tf.ones_like(top), top,
-                      tf.cast(predicted == labels, tf.float64)], axis=1)
-  return tf.math.unsorted_segment_sum(columns, index, num_bins).numpy()
+  index += tf.range(batch)[:, None] * num_bins
+  right = tf.cast(tf.equal(predicted, labels), dtype)
+  columns = tf.stack([valid, valid * top, valid * right], axis=-1)
+  counts = tf.math.unsorted_segment_sum(columns, index, batch * num_bins)
+  return tf.reshape(counts, [batch, num_bins, 3])
 
 
 def expected_calibration_error(counts):

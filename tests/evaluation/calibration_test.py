@@ -102,6 +102,20 @@ class CalibrationTest(tf.test.TestCase, parameterized.TestCase):
                 for p, l in zip(self.probabilities, self.labels))
     self.assertAllClose(parts, whole, rtol=1e-12)
 
+  def test_batch_counts_are_each_example_s(self):
+    counts = calibration.batch_bin_counts(
+        tf.constant(self.probabilities), tf.constant(self.labels[..., None]),
+        255)
+    self.assertEqual(counts.dtype, tf.float32)
+    for probabilities, labels, found in zip(self.probabilities, self.labels,
+                                            counts.numpy()):
+      self.assertAllClose(found,
+                          calibration.bin_counts(probabilities, labels, 255),
+                          rtol=1e-6)
+      self.assertAllClose(
+          calibration.expected_calibration_error(found),
+          numpy_ece(probabilities, labels, 255), rtol=1e-5)
+
   def test_confidence_on_a_bin_edge_and_no_labelled_pixel(self):
     # 0.6 = 9/15 closes bin 8; 1.0 closes the last.
     probabilities = np.array([[0.6, 0.4], [1.0, 0.0]], np.float64)

@@ -17,11 +17,9 @@ with --max_images.
 """
 
 import json
-import os
 import sys
 
 from absl import flags
-import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
@@ -57,12 +55,7 @@ def _export_dir():
   if FLAGS.model_dir:
     storage.check_input('--model_dir', FLAGS.model_dir, folder=True)
     return predictor.find_saved_model(FLAGS.model_dir)
-  storage.check_input('--saved_model', FLAGS.saved_model, folder=True)
-  if not tf.saved_model.contains_saved_model(FLAGS.saved_model):
-    raise validation.MissingFileError(
-        f'--saved_model={FLAGS.saved_model} holds no SavedModel '
-        '(saved_model.pb); give an export folder, '
-        '<model_dir>/export/<timestamp>/.')
+  predictor.check_saved_model('--saved_model', FLAGS.saved_model)
   return FLAGS.saved_model
 
 
@@ -107,10 +100,7 @@ def _main(argv):
   _print(record)
   print(f'Wrote {temperature.write(export_dir, record)}')
   if FLAGS.output:
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)),
-                exist_ok=True)
-    with open(FLAGS.output, 'w') as f:
-      json.dump(record, f, indent=2)
+    storage.write_whole(FLAGS.output, json.dumps(record, indent=2))
 
 
 def main(argv=None):

@@ -131,12 +131,7 @@ def check_paths():
       flag and the path.
   """
   if FLAGS.saved_model:
-    storage.check_input('--saved_model', FLAGS.saved_model, folder=True)
-    if not tf.saved_model.contains_saved_model(FLAGS.saved_model):
-      raise validation.MissingFileError(
-          f'--saved_model={FLAGS.saved_model} holds no SavedModel '
-          '(saved_model.pb); give an export folder, '
-          '<model_dir>/export/<timestamp>/.')
+    predictor.check_saved_model('--saved_model', FLAGS.saved_model)
   if FLAGS.model_dir:
     storage.check_input('--model_dir', FLAGS.model_dir, folder=True)
   if FLAGS.tflite:

@@ -10,6 +10,7 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import input_fn as input_lib
 from official_seg.data import layouts
+from official_seg.data import storage
 from official_seg.data import tfexample
 from official_seg.evaluation import calibration
 from official_seg.export import saved_model
@@ -40,6 +41,20 @@ def find_saved_model(model_dir):
         f'No SavedModel under {base}; export one with train_and_eval '
         f'--mode=export --model_dir={model_dir} and the gin files of the run.')
   return max(found, key=lambda path: int(os.path.basename(path)))
+
+
+def check_saved_model(flag, path):
+  """Checks that a flag's `path` is a SavedModel folder.
+
+  Raises:
+    validation.ConfigurationError: no such folder, a file, or a folder
+      without saved_model.pb; the message names the flag and the path.
+  """
+  storage.check_input(flag, path, folder=True)
+  if not tf.saved_model.contains_saved_model(path):
+    raise validation.MissingFileError(
+        f'{flag}={path} holds no SavedModel (saved_model.pb); give an export '
+        'folder, <model_dir>/export/<timestamp>/.')
 
 
 def read_metadata(saved_model_dir):

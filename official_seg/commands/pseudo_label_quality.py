@@ -68,11 +68,6 @@ def _saved_model_dir(path):
   return predictor.find_saved_model(path)
 
 
-# Kept under its old name for callers of this module.
-probabilities_at_decoded_size = predictor.probabilities_at_decoded_size
-examples = predictor.split_examples
-
-
 def _main(argv):
   """Measures the pseudo labels; a path or setting it cannot use is a
   ConfigurationError."""
@@ -92,8 +87,9 @@ def _main(argv):
                                      dataset.ignore_label)
   print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '
         f'{dataset.data_dir} split {split!r}')
-  for encoded, label in examples(dataset.data_dir, split, FLAGS.max_images):
-    counts.add(probabilities_at_decoded_size(
+  for encoded, label in predictor.split_examples(dataset.data_dir, split,
+                                                FLAGS.max_images):
+    counts.add(predictor.probabilities_at_decoded_size(
         model.probabilities(encoded), label.shape, resize_range), label)
   found = quality.record(counts, dataset.class_names)
   found.update(saved_model=export_dir, global_step=model.global_step)

@@ -298,6 +298,8 @@ def _main(argv):
   if scored:
     _report(scored, model.global_step, counts,
             getattr(model, 'temperature', None))
+  kinds += [kind for kind in ('confidence', 'entropy')
+            if os.path.isdir(os.path.join(FLAGS.output_dir, kind))]
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
 
 

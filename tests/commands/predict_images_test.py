@@ -219,6 +219,8 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
                         rtol=1e-5)
     self.assertEqual(metrics['temperature'], temperature)
     self.assertIn(f'expected calibration error {ece:.4f}', printed)
+    self.assertIn('Wrote labels, colored, overlay, confidence, entropy',
+                  printed)
 
   def test_colour_mask_labels_score_as_their_class_ids(self):
     # Ignored pixels in white, the colour pictures give the ignore label;

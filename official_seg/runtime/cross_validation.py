@@ -98,7 +98,7 @@ def run_fold(configuration, splits, model_dir, log=print):
     record = experiment.run('eval', model_dir)
   done = dict(settings, record=record, seconds=time.perf_counter() - start)
   storage.write_whole(os.path.join(model_dir, DONE_FILE),
-                      json.dumps(done, indent=1, sort_keys=True))
+                      json.dumps(done, indent=1))
   log(f'{configuration.name} on {splits[1]}: mean IoU '
       f'{record["mean_iou"]:.4f} in {done["seconds"]:.0f} s')
   return done
@@ -165,7 +165,7 @@ def run(configurations: Sequence[Configuration], fold_splits, work_dir,
   if len(summaries) > 1:
     result['best'] = best(summaries)
   storage.write_whole(os.path.join(work_dir, SUMMARY_FILE),
-                      json.dumps(result, indent=1, sort_keys=True))
+                      json.dumps(result, indent=1))
   return result
 
 

@@ -34,11 +34,12 @@ def make_example(image_bytes, label_bytes, filename, image_format, height,
   """Builds one DeepLab-format example.
 
   Args:
-    image_bytes: bytes, the encoded JPEG or PNG image.
+    image_bytes: bytes, the encoded JPEG or PNG image, or raw pixels
+      (`encode.RAW_FORMAT`).
     label_bytes: bytes, the single-channel PNG label map; None writes an
       example without one (unlabeled data, see `Decoder`).
     filename: str, the image's name, reported in errors and predictions.
-    image_format: str, 'jpeg' or 'png'.
+    image_format: str, 'jpeg', 'png' or `encode.RAW_FORMAT`.
     height: int, image height in pixels.
     width: int, image width in pixels.
     channels: int, image channels.
@@ -139,6 +140,49 @@ def decode_rgb(encoded):
   return tf.io.decode_image(encoded, channels=3, expand_animations=False)
 
 
+def _pixel_type(bit_depth):
+  return tf.uint16 if bit_depth == 16 else tf.uint8
+
+
+def _is_png16(encoded):
+  """Whether encoded bytes are a PNG of 16 bits a sample (IHDR's depth)."""
+  return tf.logical_and(is_png(encoded),
+                        tf.equal(tf.strings.substr(encoded, 24, 1), b'\x10'))
+
+
+def decode_pixels(encoded, channels=3, bit_depth=8, filename=''):
+  """Decodes JPEG or PNG bytes to `channels` channels of `bit_depth` bits.
+
+  A JPEG or 8-bit PNG converts between 1, 3 and 4 channels as
+  `tf.io.decode_image` does (grey repeated, alpha dropped); a 16-bit PNG
+  keeps its values, which an 8-bit decode would cut to their high byte, so
+  the depth must be the image's.
+
+  Args:
+    encoded: scalar string, JPEG or PNG bytes.
+    channels: 1, 3 or 4.
+    bit_depth: 8 (uint8) or 16 (uint16, PNG only).
+    filename: scalar string naming the example in errors.
+
+  Returns:
+    uint8 or uint16 [H, W, channels].
+
+  Raises:
+    tf.errors.InvalidArgumentError: at run time, a 16-bit PNG where the
+      depth is 8, or another image where it is 16.
+  """
+  wide = _is_png16(encoded)
+  check = _assert_with_filename(
+      wide if bit_depth == 16 else tf.logical_not(wide), filename,
+      f'the image is not of the dataset\'s bit depth {bit_depth} '
+      '(IMAGE_BIT_DEPTH; the split metadata file gives the records\' depth)')
+  with tf.control_dependencies([check]):
+    if bit_depth == 16:
+      return tf.io.decode_png(encoded, channels=channels, dtype=tf.uint16)
+    return tf.io.decode_image(encoded, channels=channels,
+                              expand_animations=False)
+
+
 def record_filename(serialized):
   """The `image/filename` of a serialized example, nothing else read or checked.
 
@@ -166,12 +210,16 @@ class Decoder:
     label_optional: bool; False (labeled data) makes an example without a
       label map an error, True (unlabeled data) decodes it with an all-zero
       label and 'has_label' False.
+    channels: int, the channels images decode to (the dataset's).
+    bit_depth: 8 or 16, their bits a channel (the dataset's).
   """
 
-  def __init__(self, label_optional=False):
+  def __init__(self, label_optional=False, channels=3, bit_depth=8):
     self._label_optional = label_optional
+    self._channels = channels
+    self._bit_depth = bit_depth
     self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
-                     LABEL_ENCODED: b''}
+                     LABEL_ENCODED: b'', IMAGE_FORMAT: b''}
 
   def encoded(self, serialized):
     """The encoded image and label of one example, checked but not decoded.
@@ -181,14 +229,14 @@ class Decoder:
 
     Returns:
       (image, label, filename): scalar tf.string each; the image is JPEG or
-      PNG bytes, the label PNG bytes.
+      PNG bytes or raw pixels (`encode.RAW_FORMAT`), the label PNG bytes.
 
     Raises:
       tf.errors.DataLossError: at run time, for bytes that are not an
         Example.
       tf.errors.InvalidArgumentError: at run time, when the image is not a
-        JPEG or PNG or the label not a PNG; the message names the example's
-        filename.
+        JPEG, PNG or raw pixels or the label not a PNG; the message names
+        the example's filename.
     """
     values, _ = example_proto.parse(serialized, self._strings, {})
     # Invalid UTF-8 in a (corrupt) filename would make the error messages
@@ -202,8 +250,9 @@ class Decoder:
       label_ok = tf.logical_or(label_ok, tf.equal(label, b''))
     checks = [
         _assert_with_filename(
-            tf.logical_or(tf.io.is_jpeg(image), is_png(image)), filename,
-            f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
+            tf.reduce_any([tf.io.is_jpeg(image), is_png(image),
+                           tf.equal(values[IMAGE_FORMAT], encode.RAW_FORMAT)]),
+            filename, f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
         _assert_with_filename(label_ok, filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
@@ -217,7 +266,8 @@ class Decoder:
       serialized: scalar tf.string, a serialized `tf.train.Example`.
 
     Returns:
-      A dict with 'image' (uint8 [H, W, 3]), 'label' (uint8 [H, W, 1]),
+      A dict with 'image' (uint8, or uint16 at 16 bits, [H, W, channels]),
+      'label' (uint8 [H, W, 1]),
       'filename' (scalar string), 'height' and 'width' (scalar int32 of the
       decoded image); with `label_optional`, also 'has_label' (bool scalar;
       when False the label is all 0).
@@ -226,11 +276,11 @@ class Decoder:
       tf.errors.DataLossError: at run time, for bytes that are not an
         Example.
       tf.errors.InvalidArgumentError: at run time, when the image is not a
-        JPEG or PNG, the label not a PNG, or their sizes differ; the message
-        names the example's filename.
+        JPEG, PNG or raw pixels, not of the bit depth, the label not a PNG,
+        or their sizes differ; the message names the example's filename.
     """
     image_bytes, label_bytes, filename = self.encoded(serialized)
-    image = decode_rgb(image_bytes)
+    image = self._decode_image(serialized, image_bytes, filename)
     image_size = tf.shape(image)[:2]
     if self._label_optional:
       has_label = tf.not_equal(label_bytes, b'')
@@ -256,6 +306,35 @@ class Decoder:
     if self._label_optional:
       decoded['has_label'] = has_label
     return decoded
+
+  def _decode_image(self, serialized, image_bytes, filename):
+    """The decoded image: PNG or JPEG, or for channel counts a PNG does not
+    decode to, a PNG as stored or raw pixels of the record's size."""
+    if self._channels in encode.PNG_CHANNELS:
+      return decode_pixels(image_bytes, self._channels, self._bit_depth,
+                           filename)
+    dtype = _pixel_type(self._bit_depth)
+    values, _ = example_proto.parse(serialized, {},
+                                    {IMAGE_HEIGHT: 0, IMAGE_WIDTH: 0})
+    shape = tf.cast(tf.stack([values[IMAGE_HEIGHT], values[IMAGE_WIDTH],
+                              self._channels]), tf.int32)
+
+    def raw():
+      pixels = tf.io.decode_raw(image_bytes, dtype, little_endian=True)
+      check = _assert_with_filename(
+          tf.equal(tf.size(pixels), tf.reduce_prod(shape)), filename,
+          'raw pixels do not number image/height x image/width x channels')
+      with tf.control_dependencies([check]):
+        return tf.reshape(pixels, shape)
+
+    image = tf.cond(is_png(image_bytes),
+                    lambda: tf.io.decode_png(image_bytes, dtype=dtype), raw)
+    check = _assert_with_filename(
+        tf.equal(tf.shape(image)[2], self._channels), filename,
+        f'the image has not the dataset\'s {self._channels} channels '
+        '(IMAGE_CHANNELS)')
+    with tf.control_dependencies([check]):
+      return tf.ensure_shape(tf.identity(image), [None, None, self._channels])
 
   def decode_label(self, serialized):
     """Decodes the label of one serialized example, leaving the image encoded.

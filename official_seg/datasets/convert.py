@@ -79,6 +79,31 @@ def clear_shards(output_dir, split, overwrite):
     tf.io.gfile.remove(metadata_path)
 
 
+def agreed_kind(kind, item, pair, first):
+  """The (channels, bit depth) of a split after one more image.
+
+  Args:
+    kind: (channels, bit depth) of the images so far, or None.
+    item: `encode.Encoded`, the next image.
+    pair: its `layouts.Pair`, for the message.
+    first: `layouts.Pair` of the split's first image, for the message.
+
+  Returns:
+    (channels, bit depth), as `split_metadata.merged_kind`.
+
+  Raises:
+    layouts.DatasetError: channels or depth differ from the images before.
+  """
+  other = (item.channels, item.bit_depth)
+  merged = split_metadata.merged_kind(kind, other)
+  if merged is not None:
+    return merged
+  raise layouts.DatasetError(
+      f'Image {pair.image} has {other[0]} channels of {other[1]} bits but '
+      f'{first.image} has {kind[0]} of {kind[1]}; every image of a split '
+      'must have the same channels and bit depth.')
+
+
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
                   num_workers=1, overwrite=False, progress=True, colours=None,
                   unknown_to_ignore=False):
@@ -105,7 +130,8 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
     A `SplitSummary`.
 
   Raises:
-    layouts.DatasetError: bad data (the message names the file) or existing
+    layouts.DatasetError: bad data (the message names the file), images of
+      other channels or bit depth than the split's first, or existing
       shards; no shard of the split is left behind.
   """
   num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
@@ -118,11 +144,12 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
   def examples():
     bar = tqdm.tqdm(_encoded(pairs, encode_fn, num_workers), total=len(pairs),
                     desc=split, unit='img', disable=not progress)
-    for item in bar:
+    for pair, item in zip(pairs, bar):
+      tally.kind = agreed_kind(tally.kind, item, pair, pairs[0])
       tally.add(item.height, item.width, item.class_counts, item.name)
       yield tfexample.make_example(item.image_bytes, item.label_bytes,
                                    item.name, item.image_format, item.height,
-                                   item.width)
+                                   item.width, item.channels)
 
   written = write_split(examples(), output_dir, split, num_shards, tally)
   return SplitSummary(split, written, num_shards, tally.label_counts,

@@ -8,6 +8,7 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import example_proto
+from official_seg.data import pixels
 
 IMAGE_ENCODED = 'image/encoded'
 IMAGE_FILENAME = 'image/filename'
@@ -108,21 +109,8 @@ def write_shards(examples, output_dir, split, num_shards):
   return count
 
 
-_PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
-
-
-def is_png(encoded):
-  """Whether encoded images start with the PNG signature.
-
-  The companion of `tf.io.is_jpeg`, which TensorFlow has no PNG twin of.
-
-  Args:
-    encoded: tf.string of any shape, encoded images.
-
-  Returns:
-    tf.bool of the shape of `encoded`.
-  """
-  return tf.equal(tf.strings.substr(encoded, 0, len(_PNG_MAGIC)), _PNG_MAGIC)
+# The companion of `tf.io.is_jpeg`; records and served bytes alike.
+is_png = pixels.is_png
 
 
 def decode_rgb(encoded):
@@ -140,49 +128,6 @@ def decode_rgb(encoded):
   return tf.io.decode_image(encoded, channels=3, expand_animations=False)
 
 
-def _pixel_type(bit_depth):
-  return tf.uint16 if bit_depth == 16 else tf.uint8
-
-
-def _is_png16(encoded):
-  """Whether encoded bytes are a PNG of 16 bits a sample (IHDR's depth)."""
-  return tf.logical_and(is_png(encoded),
-                        tf.equal(tf.strings.substr(encoded, 24, 1), b'\x10'))
-
-
-def decode_pixels(encoded, channels=3, bit_depth=8, filename=''):
-  """Decodes JPEG or PNG bytes to `channels` channels of `bit_depth` bits.
-
-  A JPEG or 8-bit PNG converts between 1, 3 and 4 channels as
-  `tf.io.decode_image` does (grey repeated, alpha dropped); a 16-bit PNG
-  keeps its values, which an 8-bit decode would cut to their high byte, so
-  the depth must be the image's.
-
-  Args:
-    encoded: scalar string, JPEG or PNG bytes.
-    channels: 1, 3 or 4.
-    bit_depth: 8 (uint8) or 16 (uint16, PNG only).
-    filename: scalar string naming the example in errors.
-
-  Returns:
-    uint8 or uint16 [H, W, channels].
-
-  Raises:
-    tf.errors.InvalidArgumentError: at run time, a 16-bit PNG where the
-      depth is 8, or another image where it is 16.
-  """
-  wide = _is_png16(encoded)
-  check = _assert_with_filename(
-      wide if bit_depth == 16 else tf.logical_not(wide), filename,
-      f'the image is not of the dataset\'s bit depth {bit_depth} '
-      '(IMAGE_BIT_DEPTH; the split metadata file gives the records\' depth)')
-  with tf.control_dependencies([check]):
-    if bit_depth == 16:
-      return tf.io.decode_png(encoded, channels=channels, dtype=tf.uint16)
-    return tf.io.decode_image(encoded, channels=channels,
-                              expand_animations=False)
-
-
 def record_filename(serialized):
   """The `image/filename` of a serialized example, nothing else read or checked.
 
@@ -195,12 +140,6 @@ def record_filename(serialized):
   return tf.strings.unicode_transcode(
       values[IMAGE_FILENAME], input_encoding='UTF-8', output_encoding='UTF-8',
       errors='replace')
-
-
-def _assert_with_filename(condition, filename, message):
-  """An Assert whose message names the example, as errors here must."""
-  return tf.debugging.Assert(
-      condition, [validation.CHECK_MARK, message, 'in example', filename])
 
 
 class Decoder:
@@ -249,11 +188,11 @@ class Decoder:
     if self._label_optional:
       label_ok = tf.logical_or(label_ok, tf.equal(label, b''))
     checks = [
-        _assert_with_filename(
+        pixels.assert_with_filename(
             tf.reduce_any([tf.io.is_jpeg(image), is_png(image),
                            tf.equal(values[IMAGE_FORMAT], encode.RAW_FORMAT)]),
             filename, f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
-        _assert_with_filename(label_ok, filename,
+        pixels.assert_with_filename(label_ok, filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
     with tf.control_dependencies(checks):
@@ -308,33 +247,15 @@ class Decoder:
     return decoded
 
   def _decode_image(self, serialized, image_bytes, filename):
-    """The decoded image: PNG or JPEG, or for channel counts a PNG does not
-    decode to, a PNG as stored or raw pixels of the record's size."""
+    """The decoded image; a raw one takes its size from the record."""
     if self._channels in encode.PNG_CHANNELS:
-      return decode_pixels(image_bytes, self._channels, self._bit_depth,
-                           filename)
-    dtype = _pixel_type(self._bit_depth)
+      return pixels.decode_pixels(image_bytes, self._channels,
+                                  self._bit_depth, filename)
     values, _ = example_proto.parse(serialized, {},
                                     {IMAGE_HEIGHT: 0, IMAGE_WIDTH: 0})
-    shape = tf.cast(tf.stack([values[IMAGE_HEIGHT], values[IMAGE_WIDTH],
-                              self._channels]), tf.int32)
-
-    def raw():
-      pixels = tf.io.decode_raw(image_bytes, dtype, little_endian=True)
-      check = _assert_with_filename(
-          tf.equal(tf.size(pixels), tf.reduce_prod(shape)), filename,
-          'raw pixels do not number image/height x image/width x channels')
-      with tf.control_dependencies([check]):
-        return tf.reshape(pixels, shape)
-
-    image = tf.cond(is_png(image_bytes),
-                    lambda: tf.io.decode_png(image_bytes, dtype=dtype), raw)
-    check = _assert_with_filename(
-        tf.equal(tf.shape(image)[2], self._channels), filename,
-        f'the image has not the dataset\'s {self._channels} channels '
-        '(IMAGE_CHANNELS)')
-    with tf.control_dependencies([check]):
-      return tf.ensure_shape(tf.identity(image), [None, None, self._channels])
+    return pixels.decode_stored(
+        image_bytes, values[IMAGE_HEIGHT], values[IMAGE_WIDTH],
+        self._channels, self._bit_depth, filename)
 
   def decode_label(self, serialized):
     """Decodes the label of one serialized example, leaving the image encoded.

@@ -235,7 +235,8 @@ def dataset_gin_text(colours, data_dir, splits):
 
   Returns:
     str, gin text setting the dataset macros, `DatasetInfo.palette` and the
-    crop sizes (EVAL_CROP_SIZE covers the largest image of `splits`).
+    crop sizes (EVAL_CROP_SIZE covers the largest image of `splits`); the
+    images' channels and depth when the training split's metadata has them.
   """
   names = list(splits)
   train = 'train' if 'train' in splits else names[0]
@@ -259,6 +260,9 @@ def dataset_gin_text(colours, data_dir, splits):
       f'CROP_SIZE = [{min(DEFAULT_CROP, height)}, {min(DEFAULT_CROP, width)}]',
       f'EVAL_CROP_SIZE = [{height}, {width}]',
   ]
+  if 'channels' in splits[train]:
+    lines += [f'IMAGE_CHANNELS = {splits[train]["channels"]}',
+              f'IMAGE_BIT_DEPTH = {splits[train]["bit_depth"]}']
   if train == evaluate:
     lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
                   '# images; convert a val split for a fair score.']

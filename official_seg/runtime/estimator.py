@@ -118,7 +118,9 @@ def make_parser(is_training, dataset, window_size=None):
     sampling = crop_sampling.CropSampling() if is_training else None
     return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
                              num_classes=dataset.num_classes,
-                             window_size=window_size, crop_sampling=sampling)
+                             window_size=window_size, crop_sampling=sampling,
+                             image_channels=dataset.image_channels,
+                             image_bit_depth=dataset.image_bit_depth)
 
 
 @gin.configurable(denylist=['dataset', 'labeled_batch_size'])

@@ -328,7 +328,10 @@ class ColourMaskTest(tf.test.TestCase):
         num_classes=3, class_names=['background', 'car', 'road'],
         ignore_label=255, palette=_MASK_COLOURS.tolist(), data_dir=self.out,
         train_split='train', eval_split='val',
-        split_sizes={'train': 1, 'val': 1}))
+        split_sizes={'train': 1, 'val': 1}, image_channels=3,
+        image_bit_depth=8))
+    with open(path) as f:
+      self.assertIn('IMAGE_CHANNELS = 3\nIMAGE_BIT_DEPTH = 8\n', f.read())
     # An experiment on top: the crops cover the largest image, 16k + 1.
     gin.clear_config()
     gin_config.parse(['experiments/quickstart.gin', path], [], finalize=False)

@@ -100,8 +100,9 @@ def agreed_kind(kind, item, pair, first):
     return merged
   raise layouts.DatasetError(
       f'Image {pair.image} has {other[0]} channels of {other[1]} bits but '
-      f'{first.image} has {kind[0]} of {kind[1]}; every image of a split '
-      'must have the same channels and bit depth.')
+      f'the images before it, from {first.image}, have {kind[0]} of '
+      f'{kind[1]}; every image of a split must have the same channels and '
+      'bit depth.')
 
 
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,

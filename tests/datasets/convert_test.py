@@ -491,8 +491,8 @@ class ChannelsAndDepthTest(tf.test.TestCase, parameterized.TestCase):
     self._write_png('b', np.zeros((6, 7, 3), np.uint8))
     with self.assertRaisesRegex(
         layouts.DatasetError,
-        r'^Image .*b\.png has 3 channels of 8 bits but .*a\.png has 3 of 16;'
-        r'[^\n]*$'):
+        r'^Image .*b\.png has 3 channels of 8 bits but the images before it, '
+        r'from .*a\.png, have 3 of 16;[^\n]*$'):
       self._convert()
     self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
                                                               'train')))

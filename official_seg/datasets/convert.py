@@ -21,10 +21,11 @@ TARGET_SHARD_BYTES = 100 * 2**20
 # Enough shards for a few input pipelines of multi-worker training.
 MIN_SHARDS = 4
 
-# class_counts: int64 [256], pixels of each label value written.
+# class_counts: int64 [256], pixels of each label value written; kind:
+# (channels, bit depth) of the images, or None.
 SplitSummary = collections.namedtuple(
     'SplitSummary', ['split', 'num_images', 'num_shards', 'class_counts',
-                     'pattern'])
+                     'pattern', 'kind'], defaults=(None,))
 
 
 def valid_label_text(layout, info):
@@ -154,7 +155,7 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
 
   written = write_split(examples(), output_dir, split, num_shards, tally)
   return SplitSummary(split, written, num_shards, tally.label_counts,
-                      tfexample.shard_pattern(output_dir, split))
+                      tfexample.shard_pattern(output_dir, split), tally.kind)
 
 
 def write_split(examples, output_dir, split, num_shards, tally):
@@ -198,6 +199,9 @@ def format_summary(summary, info):
   """
   lines = [f'{summary.split}: {summary.num_images} images in '
            f'{summary.num_shards} shards ({summary.pattern})']
+  if summary.kind:
+    lines.append(f'  images of {summary.kind[0]} channels, {summary.kind[1]} '
+                 'bits (IMAGE_CHANNELS, IMAGE_BIT_DEPTH)')
   expected = info.split_sizes.get(summary.split)
   if expected is not None and expected != summary.num_images:
     lines.append(f'  note: SPLIT_SIZES expects {expected} images for '

@@ -232,6 +232,8 @@ class ConvertLayoutsTest(tf.test.TestCase, parameterized.TestCase):
                                        split_sizes={'val': 1449})
     text = convert.format_summary(summary, info)
     self.assertIn('val: 1 images in 1 shards', text)
+    self.assertIn('\n  images of 3 channels, 8 bits (IMAGE_CHANNELS, '
+                  'IMAGE_BIT_DEPTH)\n', text)
     self.assertIn('expects 1449 images', text)
     self.assertRegex(text, rf'255 ignore\s+{(labels["c"] == 255).sum()} ')
 

@@ -60,6 +60,9 @@ WIDE_CONFIGURABLES = {
     # Parser's ten geometry arguments, so that unlabeled/ binds them by the
     # same names, plus the strong view's jitter switch and cutout size.
     'official_seg.semi_supervised.views.UnlabeledParser',
+    # The dataset's facts, one field per macro of gin/datasets/dataset.gin,
+    # so that everything known of a dataset arrives as one object.
+    'official_seg.data.dataset_info.DatasetInfo',
     # tf.estimator/TPU RunConfig's own arguments, passed through by name.
     'official_seg.runtime.run_config.build_run_config',
 }

@@ -1,6 +1,8 @@
 """Prints class frequencies, image sizes, class weights and sampling settings of a split.
 
   dataset_stats --gin_file=gin/datasets/pascal_voc.gin
+  dataset_stats --gin_file=data/mine/dataset.gin \
+    --normalization_gin=data/mine/normalization.gin
   dataset_stats --data_dir=data/mine --split=train \
     --num_classes=5 --chart=/tmp/mine.png
   dataset_stats --gin_file=data/mine/dataset.gin \
@@ -42,6 +44,14 @@ flags.DEFINE_boolean('write_image_classes', False,
                      'read.', flag_values=FLAGS)
 
 
+flags.DEFINE_string(
+    'normalization_gin', None,
+    'Also compute the mean and standard deviation of each image channel '
+    '(decoding every image) and write them as Parser.mean_rgb and '
+    'Parser.stddev_rgb in this gin file, to load after the backbone\'s.',
+    flag_values=FLAGS)
+
+
 def dataset():
   """The `DatasetInfo` of the gin files, flags taking precedence.
 
@@ -66,8 +76,9 @@ def _main(argv):
   is a ConfigurationError."""
   del argv  # The program alone (command_line.run).
   storage.check_output('--chart', FLAGS.chart, folder=False)
-  if FLAGS.sampling_gin:
-    storage.check_output('--sampling_gin', FLAGS.sampling_gin, folder=False)
+  for name in ('sampling_gin', 'normalization_gin'):
+    if FLAGS[name].value:
+      storage.check_output(f'--{name}', FLAGS[name].value, folder=False)
   info = dataset()
   result = stats.compute_stats(info.data_dir, info.train_split,
                                info.num_classes, info.ignore_label)
@@ -78,6 +89,19 @@ def _main(argv):
                                    info.class_names, FLAGS.chart, title)
   print(f'Chart: {FLAGS.chart}')
   _sampling(result, info, title)
+  if FLAGS.normalization_gin:
+    _normalization(info, title)
+
+
+def _normalization(info, title):
+  """Prints each channel's mean and deviation and writes them as gin."""
+  mean, std = stats.channel_statistics(info.data_dir, info.train_split,
+                                       info.image_channels,
+                                       info.image_bit_depth)
+  text = stats.normalization_gin(mean, std, title)
+  print(text, end='')
+  storage.write_whole(FLAGS.normalization_gin, text)
+  print(f'Normalization settings: {FLAGS.normalization_gin}')
 
 
 def _sampling(result, info, title):

@@ -34,6 +34,10 @@ def _palette_known(palette):
     palette=validation.Expect(
         _palette_known, f'None, one of {palettes.PALETTE_NAMES}, or a list '
         'of [r, g, b] integers in 0-255, one per class'),
+    image_channels=validation.Expect(
+        lambda v: validation.WHOLE_AT_LEAST_0.test(v) and v >= 1,
+        'a whole number of at least 1'),
+    image_bit_depth=validation.Expect(lambda v: v in (8, 16), '8 or 16'),
     relations=(validation.Relation(('num_classes', 'class_names'),
                                    _class_names_fit,
                                    'one class name per class'),))
@@ -43,7 +47,7 @@ class DatasetInfo:
 
   `gin/datasets/dataset.gin` binds every field from the dataset macros
   (NUM_CLASSES, CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, EVAL_SPLIT,
-  SPLIT_SIZES); a dataset file may bind `DatasetInfo.palette` directly.
+  SPLIT_SIZES, IMAGE_CHANNELS, IMAGE_BIT_DEPTH); a dataset file may bind `DatasetInfo.palette` directly.
   Nothing else binds these values: the input pipeline, the model, the loss,
   the metrics and the exports all take them from this object.
 
@@ -59,6 +63,9 @@ class DatasetInfo:
     eval_split: str or None, the split evaluation reads.
     split_sizes: dict of split name to its expected number of images; the
       dataset tools note a split of another size.
+    image_channels: int, the channels the images decode to and the model
+      reads (the split metadata's `channels`).
+    image_bit_depth: 8 or 16, the bits of each stored channel value.
   """
 
   num_classes: int = gin.REQUIRED
@@ -69,6 +76,8 @@ class DatasetInfo:
   train_split: Optional[str] = None
   eval_split: Optional[str] = None
   split_sizes: Optional[Dict[str, int]] = None
+  image_channels: int = 3
+  image_bit_depth: int = 8
 
   def __post_init__(self):
     """Fills defaults and checks the facts agree.

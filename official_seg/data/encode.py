@@ -2,6 +2,9 @@
 
 import collections
 import io
+import os
+import struct
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -15,11 +18,31 @@ _PASSTHROUGH = {
     'JPEG': ('jpeg', ('RGB', 'L')),
     'PNG': ('png', ('RGB', 'RGBA', 'L', 'LA', 'P')),
 }
-_LABEL_MODES = ('P', 'L', 'I', 'I;16', 'I;16B', 'I;16L')
+_LABEL_MODES = ('P', 'L')
+# Pillow's modes of more than 8 bits a channel; a label of one is refused.
+_WIDE_MODES = ('I', 'I;16', 'I;16B', 'I;16L', 'F')
+# The image format of records that hold pixels as they are: little-endian
+# uint8 or uint16 [H, W, C], for the channel counts a PNG cannot hold.
+RAW_FORMAT = 'raw'
+# Channels a PNG holds and TensorFlow's PNG decoder returns.
+PNG_CHANNELS = (1, 3, 4)
+TIFF_EXTENSIONS = ('.tif', '.tiff')
+_PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
+# PNG colour type of each channel count, and channels of each colour type
+# (a palette PNG decodes as RGB).
+_PNG_COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}
+_PNG_TYPE_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}
+_PILLOW_CHANNELS = {'1': 1, 'L': 1, 'P': 3, 'RGB': 3, 'RGBA': 4, 'LA': 2}
 
+# channels and bit_depth: of the pixels stored, as `ImageFile`'s.
 Encoded = collections.namedtuple('Encoded', [
     'name', 'image_bytes', 'image_format', 'label_bytes', 'height', 'width',
-    'class_counts'])
+    'class_counts', 'channels', 'bit_depth'], defaults=(3, 8))
+
+# data: the bytes a record stores; image_format: 'jpeg', 'png' or
+# RAW_FORMAT; channels: 1 to N; bit_depth: 8 or 16.
+ImageFile = collections.namedtuple('ImageFile', [
+    'data', 'image_format', 'height', 'width', 'channels', 'bit_depth'])
 
 
 def _open_fully(path, kind):
@@ -42,25 +65,128 @@ def _open_fully(path, kind):
   return data, image
 
 
+def _png_chunk(kind, data):
+  return (struct.pack('>I', len(data)) + kind + data +
+          struct.pack('>I', zlib.crc32(kind + data)))
+
+
+def encode_pixels_png(pixels):
+  """Encodes uint8 or uint16 pixels as a PNG of their depth, losslessly.
+
+  Written out because Pillow writes no 16-bit colour PNG, and the converter's
+  workers do not load TensorFlow.
+
+  Args:
+    pixels: uint8 or uint16 [H, W, C], C in 1 to 4.
+
+  Returns:
+    bytes, a non-interlaced PNG without filters.
+  """
+  height, width, channels = pixels.shape
+  depth = 8 * pixels.dtype.itemsize
+  rows = np.ascontiguousarray(pixels, f'>u{pixels.dtype.itemsize}')
+  rows = rows.view(np.uint8).reshape(height, -1)
+  scanlines = np.concatenate([np.zeros((height, 1), np.uint8), rows], 1)
+  header = struct.pack('>IIBBBBB', width, height, depth,
+                       _PNG_COLOUR_TYPES[channels], 0, 0, 0)
+  return (_PNG_MAGIC + _png_chunk(b'IHDR', header) +
+          _png_chunk(b'IDAT', zlib.compress(scanlines.tobytes(), 6)) +
+          _png_chunk(b'IEND', b''))
+
+
+def png_header(data):
+  """(bit depth, channels as decoded) from the IHDR chunk of PNG bytes."""
+  return data[24], _PNG_TYPE_CHANNELS.get(data[25], 0)
+
+
+def stored_pixels(pixels, path):
+  """Encodes pixels read from a file for a record: PNG or raw.
+
+  Args:
+    pixels: uint8 or uint16 [H, W] or [H, W, C].
+    path: str, the file, for the message.
+
+  Returns:
+    `ImageFile`: a PNG of the pixels' depth for 1, 3 or 4 channels, else
+    `RAW_FORMAT` bytes.
+
+  Raises:
+    DatasetError: pixels of another type; the message names the file.
+  """
+  if pixels.dtype.kind != 'u' or pixels.dtype.itemsize > 2:
+    raise DatasetError(
+        f'Image {path} holds {pixels.dtype} pixels; images must be 8-bit or '
+        '16-bit unsigned integers: rescale it to uint16 first.')
+  pixels = pixels.reshape(pixels.shape[:2] + (-1,))
+  height, width, channels = pixels.shape
+  depth = 8 * pixels.dtype.itemsize
+  if channels in PNG_CHANNELS:
+    return ImageFile(encode_pixels_png(pixels), 'png', height, width,
+                     channels, depth)
+  data = np.ascontiguousarray(pixels, pixels.dtype.newbyteorder('<'))
+  return ImageFile(data.tobytes(), RAW_FORMAT, height, width, channels, depth)
+
+
+def read_tiff(path):
+  """The pixels of a TIFF, height, width and channels (tifffile's series 0).
+
+  tifffile is imported here: only TIFF datasets need it.
+
+  Raises:
+    DatasetError: unreadable, or not 2-D with at most one sample axis.
+  """
+  import tifffile  # pylint: disable=g-import-not-at-top
+  try:
+    with tifffile.TiffFile(path) as tiff:
+      series = tiff.series[0]
+      pixels, axes = series.asarray(), series.axes
+  except (OSError, ValueError, tifffile.TiffFileError) as e:
+    raise DatasetError(f'Cannot read image {path}: {e}. The file is '
+                       'unreadable or truncated; replace it.') from None
+  order = [axes.index(a) for a in 'YX'] + [
+      i for i, a in enumerate(axes) if a not in 'YX']
+  pixels = np.transpose(pixels, order)
+  if pixels.ndim > 3:
+    raise DatasetError(f'Image {path} has axes {axes!r}; a TIFF image must '
+                       'be one plane of height, width and channels.')
+  return pixels
+
+
 def read_image(path):
   """Reads an image, keeping its encoded bytes when TensorFlow decodes them.
 
+  JPEGs and PNGs are kept as they are (TensorFlow decodes a 16-bit PNG's
+  uint16 values); other images are re-encoded losslessly: a PNG of their
+  depth for 1, 3 or 4 channels, raw pixels for other counts.
+
   Args:
-    path: str, a JPEG, PNG or other image Pillow reads.
+    path: str, a JPEG, PNG, TIFF (with the tifffile package) or other image
+      Pillow reads.
 
   Returns:
-    (encoded bytes, 'jpeg' or 'png', height, width).
+    `ImageFile`.
 
   Raises:
-    DatasetError: the file is unreadable or truncated.
+    DatasetError: the file is unreadable or truncated, or its pixels are
+      neither 8-bit nor 16-bit unsigned integers.
   """
+  if os.path.splitext(path)[1].lower() in TIFF_EXTENSIONS:
+    return stored_pixels(read_tiff(path), path)
   data, image = _open_fully(path, 'image')
+  if image.format == 'PNG':
+    depth, channels = png_header(data)
+    if depth == 16:  # Pillow reads colour PNGs of 16 bits as 8-bit.
+      return ImageFile(data, 'png', image.height, image.width, channels, 16)
+  if image.mode in _WIDE_MODES:
+    return stored_pixels(np.asarray(image), path)
   image_format, modes = _PASSTHROUGH.get(image.format, (None, ()))
   if image.mode not in modes:
     buffer = io.BytesIO()
-    image.convert('RGB').save(buffer, format='PNG')
+    image = image.convert('RGB')
+    image.save(buffer, format='PNG')
     data, image_format = buffer.getvalue(), 'png'
-  return data, image_format, image.height, image.width
+  return ImageFile(data, image_format, image.height, image.width,
+                   _PILLOW_CHANNELS[image.mode], 8)
 
 
 def read_label(path):
@@ -70,12 +196,16 @@ def read_label(path):
     path: str, a single-channel label image.
 
   Returns:
-    int [H, W] array of stored values (uint8 or uint16).
+    uint8 [H, W] array of stored values.
 
   Raises:
-    DatasetError: unreadable, truncated or colour (RGB) labels.
+    DatasetError: unreadable, truncated, 16-bit or colour (RGB) labels.
   """
   _, label = _open_fully(path, 'label')
+  if label.mode in _WIDE_MODES:
+    raise DatasetError(
+        f'Label {path} is a {label.mode} image of more than 8 bits; labels '
+        'must be 8-bit PNGs of class ids (0-255).')
   if label.mode not in _LABEL_MODES:
     raise DatasetError(
         f'Label {path} is a {label.mode} image; labels must be single-channel '
@@ -164,13 +294,23 @@ def encode_pair(pair, lookup, valid_text):
     DatasetError: unreadable files, sizes that differ, or bad label values;
       the message names the file.
   """
-  image_bytes, image_format, height, width = read_image(pair.image)
-  values = read_label(pair.label)
-  if values.shape != (height, width):
+  return encoded_pair(pair, read_image(pair.image), read_label(pair.label),
+                      lookup, valid_text)
+
+
+def encoded_pair(pair, image, values, lookup, valid_text):
+  """The `Encoded` of an image read by `read_image` and its label values.
+
+  Raises:
+    DatasetError: their sizes differ, or bad label values.
+  """
+  if values.shape != (image.height, image.width):
     raise DatasetError(
-        f'Image {pair.image} is {width}x{height} but its label {pair.label} is '
-        f'{values.shape[1]}x{values.shape[0]} (width x height); labels must '
-        'match their images pixel for pixel.')
+        f'Image {pair.image} is {image.width}x{image.height} but its label '
+        f'{pair.label} is {values.shape[1]}x{values.shape[0]} (width x '
+        'height); labels must match their images pixel for pixel.')
   label = map_label(values, lookup, pair.label, valid_text)
-  return Encoded(pair.name, image_bytes, image_format, encode_png(label),
-                 height, width, np.bincount(label.ravel(), minlength=256))
+  return Encoded(pair.name, image.data, image.image_format, encode_png(label),
+                 image.height, image.width,
+                 np.bincount(label.ravel(), minlength=256), image.channels,
+                 image.bit_depth)

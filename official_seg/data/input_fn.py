@@ -248,7 +248,9 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
     records = repeat_factors.shuffled(records, tfexample.record_filename,
                                       factors, shuffle_buffer_size, seed,
                                       skip_corrupt)
-  decoder = tfexample.Decoder(label_optional=parser.label_optional)
+  decoder = tfexample.Decoder(label_optional=parser.label_optional,
+                              channels=parser.image_channels,
+                              bit_depth=parser.image_bit_depth)
   if skip_corrupt or cache_decoded:
     examples = _decoded(records, decoder, skip_corrupt, cache_decoded,
                         cache_filename, f"split {split!r} of {data_dir}")

@@ -32,8 +32,8 @@ CITYSCAPES_LABEL_IDS = {train_id: label_id for label_id, train_id
 ADE20K_SPLIT_DIRS = {'train': 'training', 'val': 'validation'}
 # The image files the records and a served model accept: JPEG and PNG.
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png')
-# The folders layout also reads BMP: conversion re-encodes it as PNG.
-_FOLDER_IMAGE_EXTENSIONS = IMAGE_EXTENSIONS + ('.bmp',)
+# The folders layout also reads BMP and TIFF: conversion re-encodes them.
+_FOLDER_IMAGE_EXTENSIONS = IMAGE_EXTENSIONS + ('.bmp', '.tif', '.tiff')
 
 # name: the image's path relative to the dataset root, stored in the record
 # and named in errors; image, label: absolute paths.
@@ -236,7 +236,7 @@ def folder_pairs(image_dir, label_dir, split, split_list_dir=None):
   """Pairs of images and PNG labels in two folders, matched by file stem.
 
   Args:
-    image_dir: str, images (.jpg, .jpeg, .png, .bmp).
+    image_dir: str, images (.jpg, .jpeg, .png, .bmp, .tif, .tiff).
     label_dir: str, labels (.png) with the same stems.
     split: str, the split name.
     split_list_dir: optional folder with `<split>.txt` listing stems; without

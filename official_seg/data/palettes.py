@@ -162,8 +162,9 @@ def pictures(images, labels, predictions, colours, max_images=3,
   so every picture pixel is exactly a class colour.
 
   Args:
-    images: float [B, H, W, 3], any normalisation; each picture is stretched
-      to its own minimum and maximum.
+    images: float [B, H, W, C], any normalisation; each picture is stretched
+      to its own minimum and maximum. Shown are the first three channels, or
+      the first as grey when there are fewer.
     labels: int [B, H, W] or [B, H, W, 1] class ids or the ignore label.
     predictions: int [B, H, W] class ids.
     colours: uint8 [256, 3], from `label_colours`.
@@ -177,6 +178,9 @@ def pictures(images, labels, predictions, colours, max_images=3,
   side = max(images.shape[1] or max_side, images.shape[2] or max_side)
   stride = max(1, math.ceil(side / max_side))
   images = tf.cast(images[:max_images, ::stride, ::stride], tf.float32)
+  channels = images.shape[-1]
+  images = (images[..., :3] if channels >= 3 else
+            tf.repeat(images[..., :1], 3, axis=-1))
   low = tf.reduce_min(images, axis=[1, 2, 3], keepdims=True)
   high = tf.reduce_max(images, axis=[1, 2, 3], keepdims=True)
   stretched = tf.math.divide_no_nan(images - low, high - low) * 255.0

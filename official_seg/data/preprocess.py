@@ -8,8 +8,27 @@ from official_seg import validation
 from official_seg.data import image_ops
 
 
+def _per_channel(values, channels, name):
+  """`values` as a list of one float per channel.
+
+  Raises:
+    validation.ConfigurationError: neither one value per channel nor values
+      that are all equal.
+  """
+  values = [float(v) for v in values]
+  if len(values) == channels:
+    return values
+  if values and len(set(values)) == 1:
+    return values[:1] * channels
+  raise validation.ConfigurationError(
+      f'Parser.{name} = {values} has {len(values)} values but the images have '
+      f'{channels} channels (IMAGE_CHANNELS); give one value per channel '
+      '(dataset_stats --normalization_gin writes the dataset\'s).')
+
+
 @gin.configurable(denylist=['is_training', 'ignore_label', 'num_classes',
-                            'window_size', 'crop_sampling'])
+                            'window_size', 'crop_sampling', 'image_channels',
+                            'image_bit_depth'])
 @validation.checked(
     crop_size=validation.SIZE,
     min_scale_factor=validation.POSITIVE_NUMBER,
@@ -43,7 +62,9 @@ class Parser:
                mean_rgb=preprocess_ops.MEAN_RGB,
                stddev_rgb=preprocess_ops.STDDEV_RGB,
                window_size=None,
-               crop_sampling=None):
+               crop_sampling=None,
+               image_channels=3,
+               image_bit_depth=8):
     """Initializes the parser.
 
     Args:
@@ -66,8 +87,10 @@ class Parser:
         resolution. None keeps the decoded size.
       max_resize_value: optional int, bound of the longer side after resize.
       resize_factor: optional int; resized sides become `factor * k + 1`.
-      mean_rgb: per-channel mean subtracted from the image, in [0, 255].
-      stddev_rgb: per-channel scale the image is divided by, in [0, 255].
+      mean_rgb: per-channel mean subtracted from the image, in [0, 255]
+        (of 8-bit values, whatever the images' depth), one value per image
+        channel; values that are all equal serve any number of channels.
+      stddev_rgb: per-channel scale the image is divided by, likewise.
       window_size: optional [height, width] of sliding-window inference,
         passed by the runtime from `InferenceOptions.window_size` (macro
         WINDOW_SIZE), never bound here. Evaluation then pads an image larger than `crop_size` to its own
@@ -76,10 +99,15 @@ class Parser:
       crop_sampling: optional `crop_sampling.CropSampling` of the training
         crop, passed by the runtime (built in the `train/` scope), never
         bound here. None keeps DeepLab's uniform crop.
+      image_channels: int, the images' channels (the dataset's, passed by
+        the code that builds the parser).
+      image_bit_depth: 8 or 16, likewise their bits a channel: 16-bit
+        values are scaled by 255 / 65535 to the range of `mean_rgb`.
 
     Raises:
       validation.ConfigurationError: a value of the wrong form, an empty
-        scale range, or a resize bound or factor without min_resize_value.
+        scale range, a resize bound or factor without min_resize_value, or
+        `mean_rgb` or `stddev_rgb` of other than one value per channel.
     """
     validation.check(
         Parser, crop_size=crop_size, min_scale_factor=min_scale_factor,
@@ -94,8 +122,15 @@ class Parser:
     self._num_classes = num_classes
     self._scales = (min_scale_factor, max_scale_factor, scale_factor_step_size)
     self._random_flip = random_flip
-    self._mean_rgb = mean_rgb
-    self._stddev_rgb = stddev_rgb
+    self._channels = image_channels
+    self._bit_depth = image_bit_depth
+    # Normalizing the stored values at once: (v k - mean) / std with
+    # k = 255 / (2^depth - 1) is (v - mean / k) / (std / k).
+    scale = (2**image_bit_depth - 1) / 255
+    self._mean_rgb = [v * scale for v in _per_channel(
+        mean_rgb, image_channels, 'mean_rgb')]
+    self._stddev_rgb = [v * scale for v in _per_channel(
+        stddev_rgb, image_channels, 'stddev_rgb')]
     self._pads_larger_images = window_size is not None and not is_training
     self._crop_sampling = (crop_sampling if is_training and crop_sampling
                            and crop_sampling.is_active else None)
@@ -125,7 +160,7 @@ class Parser:
         None draws a fresh one. Evaluation ignores it.
 
     Returns:
-      features: dict with 'image' float32 [crop_h, crop_w, 3], 'height' and
+      features: dict with 'image' float32 [crop_h, crop_w, channels], 'height' and
         'width' int32 scalars (the size after any resize and before
         padding), 'valid' float32 scalar (1 for a real example; batch
         padding uses 0).
@@ -143,7 +178,7 @@ class Parser:
       height, width = tf.unstack(tf.shape(image)[:2])
       image, label = self._pad_for_eval(image, label, decoded['filename'])
     size = (None, None) if self._pads_larger_images else self._crop_size
-    image.set_shape(size + (3,))
+    image.set_shape(size + (self._channels,))
     label.set_shape(size + (1,))
     features = {
         'image': image,
@@ -168,6 +203,16 @@ class Parser:
     return self._is_training
 
   @property
+  def image_channels(self):
+    """The channels of the images it parses (the dataset's)."""
+    return self._channels
+
+  @property
+  def image_bit_depth(self):
+    """Their bits a channel: 8 or 16."""
+    return self._bit_depth
+
+  @property
   def ignore_label(self):
     return self._ignore_label
 
@@ -177,7 +222,7 @@ class Parser:
     return self._resize
 
   def normalize(self, image):
-    """float32 [h, w, 3] pixels in [0, 255] -> (image - mean) / stddev."""
+    """float32 [h, w, channels] stored values -> (image - mean) / stddev."""
     return image_ops.normalize_image(image, self._mean_rgb, self._stddev_rgb)
 
   def _eval_transform(self, image, label):

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tqdm
 
 from official_seg import validation
+from official_seg.data import example_proto
 from official_seg.data import image_classes
 from official_seg.data import input_fn
 from official_seg.data import storage
@@ -16,6 +17,8 @@ from official_seg.data import tfexample
 # Value types of the file's keys; label_histogram maps str(label) to pixels.
 _KEYS = {'split': str, 'num_images': int, 'max_height': int, 'max_width': int,
          'label_histogram': dict}
+# Keys of files written by the dataset converter; older files lack them.
+_OPTIONAL_KEYS = {'channels': int, 'bit_depth': int}
 _ADVICE = ('rewrite it from the shards (train_and_eval --dry_run prints its '
            'line) or delete it')
 _LABEL_VALUES = 256
@@ -34,10 +37,12 @@ class Tally:
   Writers that hold each image's size and label counts add them here rather
   than re-reading the shards they wrote; `compute` uses it too, so both give
   the same dict. Given each record's filename, it keeps the label values of
-  each image too (`image_labels`, the `image_classes` file).
+  each image too (`image_labels`, the `image_classes` file). A writer that
+  knows the images' (channels, bit depth) sets `kind`.
   """
 
   def __init__(self):
+    self.kind = None
     self.num_images = 0
     self.max_height = 0
     self.max_width = 0
@@ -64,7 +69,7 @@ class Tally:
   def metadata(self, split):
     """The metadata dict of the images added so far (see `compute`)."""
     present = np.flatnonzero(self.label_counts)
-    return {
+    metadata = {
         'split': split,
         'num_images': self.num_images,
         'max_height': self.max_height,
@@ -72,10 +77,34 @@ class Tally:
         'label_histogram': {str(value): int(self.label_counts[value])
                             for value in present},
     }
+    if self.kind is not None:
+      metadata['channels'], metadata['bit_depth'] = (int(v) for v in self.kind)
+    return metadata
 
 
-def _header_size(image):
-  """int32 [2], (height, width) read from a JPEG's or PNG's header."""
+def merged_kind(kind, other):
+  """The (channels, bit depth) of images of two kinds, or None if they differ.
+
+  8-bit grey among 8-bit colour images counts as colour: both decode alike
+  as RGB, the grey repeated in each channel.
+
+  Args:
+    kind: (channels, bit depth), or None before the first image.
+    other: (channels, bit depth).
+
+  Returns:
+    (channels, bit depth), or None.
+  """
+  if kind is None or tuple(kind) == tuple(other):
+    return tuple(other)
+  if kind[1] == other[1] == 8 and {kind[0], other[0]} <= {1, 3}:
+    return (3, 8)
+  return None
+
+
+def _header_size(image, serialized):
+  """int32 [2], (height, width) read from a JPEG's or PNG's header, or for
+  raw pixels from the record's size features."""
 
   def png_size():
     # Every PNG starts with its IHDR chunk: big-endian width, then height.
@@ -83,14 +112,21 @@ def _header_size(image):
                                     tf.int32, little_endian=False)
     return tf.reverse(width_height, [0])
 
-  return tf.cond(tf.io.is_jpeg(image),
-                 lambda: tf.image.extract_jpeg_shape(image)[:2], png_size)
+  def stored_size():
+    values, _ = example_proto.parse(
+        serialized, {}, {tfexample.IMAGE_HEIGHT: 0, tfexample.IMAGE_WIDTH: 0})
+    return tf.cast(tf.stack([values[tfexample.IMAGE_HEIGHT],
+                             values[tfexample.IMAGE_WIDTH]]), tf.int32)
+
+  return tf.cond(
+      tf.io.is_jpeg(image), lambda: tf.image.extract_jpeg_shape(image)[:2],
+      lambda: tf.cond(tfexample.is_png(image), png_size, stored_size))
 
 
 def record_facts(serialized):
   """(int32 [2] image size, int64 [256] label counts) of one record."""
   image, label_bytes, filename = tfexample.Decoder().encoded(serialized)
-  size = _header_size(image)
+  size = _header_size(image, serialized)
   label = tf.io.decode_png(label_bytes, channels=1)
   check = tf.debugging.Assert(
       tf.reduce_all(tf.equal(size, tf.shape(label)[:2])),
@@ -106,7 +142,8 @@ def record_facts(serialized):
 def compute(data_dir, split, progress=False):
   """Reads every record of a split for its metadata.
 
-  Images are not decoded: their sizes come from the JPEG or PNG headers.
+  Images are not decoded: their sizes come from the JPEG or PNG headers
+  (raw pixels' from the record's size features).
   Labels are decoded for the histogram.
 
   Args:
@@ -117,7 +154,9 @@ def compute(data_dir, split, progress=False):
   Returns:
     A JSON-safe dict: 'split' (str), 'num_images', 'max_height', 'max_width'
     (int), 'label_histogram' ({str(label value): int pixels}, values with
-    pixels only, in numeric order).
+    pixels only, in numeric order). The converter's files also hold
+    'channels' and 'bit_depth' (int) of the images, which `read` returns
+    when present.
 
   Raises:
     validation.MissingFileError: no shard of the split; the message names
@@ -143,8 +182,9 @@ def _ordered(metadata):
   histogram = metadata['label_histogram']
   out['label_histogram'] = {key: int(histogram[key])
                             for key in sorted(histogram, key=int)}
-  for key in ('num_images', 'max_height', 'max_width'):
-    out[key] = int(metadata[key])
+  for key in ('num_images', 'max_height', 'max_width', *_OPTIONAL_KEYS):
+    if key in metadata:
+      out[key] = int(metadata[key])
   return out
 
 
@@ -204,6 +244,9 @@ def _problem(metadata):
     value = metadata[key]
     if not isinstance(value, kind) or isinstance(value, bool):
       return f'has {key!r} = {value!r}, not a {kind.__name__}'
+  for key, kind in _OPTIONAL_KEYS.items():
+    if key in metadata and not _is_int(metadata[key]):
+      return f'has {key!r} = {metadata[key]!r}, not a {kind.__name__}'
   for label, pixels in metadata['label_histogram'].items():
     if not (label.isascii() and label.isdigit() and _is_int(pixels)):
       return (f'has label_histogram entry {label!r}: {pixels!r}, not a label '

@@ -8,6 +8,7 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import encode
 from official_seg.data import example_proto
+from official_seg.data import pixels
 
 IMAGE_ENCODED = 'image/encoded'
 IMAGE_FILENAME = 'image/filename'
@@ -34,11 +35,12 @@ def make_example(image_bytes, label_bytes, filename, image_format, height,
   """Builds one DeepLab-format example.
 
   Args:
-    image_bytes: bytes, the encoded JPEG or PNG image.
+    image_bytes: bytes, the encoded JPEG or PNG image, or raw pixels
+      (`encode.RAW_FORMAT`).
     label_bytes: bytes, the single-channel PNG label map; None writes an
       example without one (unlabeled data, see `Decoder`).
     filename: str, the image's name, reported in errors and predictions.
-    image_format: str, 'jpeg' or 'png'.
+    image_format: str, 'jpeg', 'png' or `encode.RAW_FORMAT`.
     height: int, image height in pixels.
     width: int, image width in pixels.
     channels: int, image channels.
@@ -107,21 +109,8 @@ def write_shards(examples, output_dir, split, num_shards):
   return count
 
 
-_PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
-
-
-def is_png(encoded):
-  """Whether encoded images start with the PNG signature.
-
-  The companion of `tf.io.is_jpeg`, which TensorFlow has no PNG twin of.
-
-  Args:
-    encoded: tf.string of any shape, encoded images.
-
-  Returns:
-    tf.bool of the shape of `encoded`.
-  """
-  return tf.equal(tf.strings.substr(encoded, 0, len(_PNG_MAGIC)), _PNG_MAGIC)
+# The companion of `tf.io.is_jpeg`; records and served bytes alike.
+is_png = pixels.is_png
 
 
 def decode_rgb(encoded):
@@ -153,12 +142,6 @@ def record_filename(serialized):
       errors='replace')
 
 
-def _assert_with_filename(condition, filename, message):
-  """An Assert whose message names the example, as errors here must."""
-  return tf.debugging.Assert(
-      condition, [validation.CHECK_MARK, message, 'in example', filename])
-
-
 class Decoder:
   """Parses serialized DeepLab examples into image, label and metadata tensors.
 
@@ -166,12 +149,16 @@ class Decoder:
     label_optional: bool; False (labeled data) makes an example without a
       label map an error, True (unlabeled data) decodes it with an all-zero
       label and 'has_label' False.
+    channels: int, the channels images decode to (the dataset's).
+    bit_depth: 8 or 16, their bits a channel (the dataset's).
   """
 
-  def __init__(self, label_optional=False):
+  def __init__(self, label_optional=False, channels=3, bit_depth=8):
     self._label_optional = label_optional
+    self._channels = channels
+    self._bit_depth = bit_depth
     self._strings = {IMAGE_ENCODED: b'', IMAGE_FILENAME: b'',
-                     LABEL_ENCODED: b''}
+                     LABEL_ENCODED: b'', IMAGE_FORMAT: b''}
 
   def encoded(self, serialized):
     """The encoded image and label of one example, checked but not decoded.
@@ -181,14 +168,14 @@ class Decoder:
 
     Returns:
       (image, label, filename): scalar tf.string each; the image is JPEG or
-      PNG bytes, the label PNG bytes.
+      PNG bytes or raw pixels (`encode.RAW_FORMAT`), the label PNG bytes.
 
     Raises:
       tf.errors.DataLossError: at run time, for bytes that are not an
         Example.
       tf.errors.InvalidArgumentError: at run time, when the image is not a
-        JPEG or PNG or the label not a PNG; the message names the example's
-        filename.
+        JPEG, PNG or raw pixels or the label not a PNG; the message names
+        the example's filename.
     """
     values, _ = example_proto.parse(serialized, self._strings, {})
     # Invalid UTF-8 in a (corrupt) filename would make the error messages
@@ -201,10 +188,11 @@ class Decoder:
     if self._label_optional:
       label_ok = tf.logical_or(label_ok, tf.equal(label, b''))
     checks = [
-        _assert_with_filename(
-            tf.logical_or(tf.io.is_jpeg(image), is_png(image)), filename,
-            f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
-        _assert_with_filename(label_ok, filename,
+        pixels.assert_with_filename(
+            tf.reduce_any([tf.io.is_jpeg(image), is_png(image),
+                           tf.equal(values[IMAGE_FORMAT], encode.RAW_FORMAT)]),
+            filename, f'{IMAGE_ENCODED} is not a JPEG or PNG image'),
+        pixels.assert_with_filename(label_ok, filename,
                               f'{LABEL_ENCODED} is not a PNG image'),
     ]
     with tf.control_dependencies(checks):
@@ -217,7 +205,8 @@ class Decoder:
       serialized: scalar tf.string, a serialized `tf.train.Example`.
 
     Returns:
-      A dict with 'image' (uint8 [H, W, 3]), 'label' (uint8 [H, W, 1]),
+      A dict with 'image' (uint8, or uint16 at 16 bits, [H, W, channels]),
+      'label' (uint8 [H, W, 1]),
       'filename' (scalar string), 'height' and 'width' (scalar int32 of the
       decoded image); with `label_optional`, also 'has_label' (bool scalar;
       when False the label is all 0).
@@ -226,11 +215,11 @@ class Decoder:
       tf.errors.DataLossError: at run time, for bytes that are not an
         Example.
       tf.errors.InvalidArgumentError: at run time, when the image is not a
-        JPEG or PNG, the label not a PNG, or their sizes differ; the message
-        names the example's filename.
+        JPEG, PNG or raw pixels, not of the bit depth, the label not a PNG,
+        or their sizes differ; the message names the example's filename.
     """
     image_bytes, label_bytes, filename = self.encoded(serialized)
-    image = decode_rgb(image_bytes)
+    image = self._decode_image(serialized, image_bytes, filename)
     image_size = tf.shape(image)[:2]
     if self._label_optional:
       has_label = tf.not_equal(label_bytes, b'')
@@ -256,6 +245,17 @@ class Decoder:
     if self._label_optional:
       decoded['has_label'] = has_label
     return decoded
+
+  def _decode_image(self, serialized, image_bytes, filename):
+    """The decoded image; a raw one takes its size from the record."""
+    if self._channels in encode.PNG_CHANNELS:
+      return pixels.decode_pixels(image_bytes, self._channels,
+                                  self._bit_depth, filename)
+    values, _ = example_proto.parse(serialized, {},
+                                    {IMAGE_HEIGHT: 0, IMAGE_WIDTH: 0})
+    return pixels.decode_stored(
+        image_bytes, values[IMAGE_HEIGHT], values[IMAGE_WIDTH],
+        self._channels, self._bit_depth, filename)
 
   def decode_label(self, serialized):
     """Decodes the label of one serialized example, leaving the image encoded.

@@ -324,14 +324,7 @@ def encode_pair(pair, lookup, valid_text, colours, unknown_to_ignore=False):
         'palette with --palette (a shipped dataset\'s name, a JSON file of '
         "class colours, or CVAT's labelmap.txt), or write single-channel PNGs "
         'of class ids.')
-  image_bytes, image_format, height, width = encode.read_image(pair.image)
-  values = read_colour_label(pair.label, colours, unknown_to_ignore)
-  if values.shape != (height, width):
-    raise DatasetError(
-        f'Image {pair.image} is {width}x{height} but its label {pair.label} is '
-        f'{values.shape[1]}x{values.shape[0]} (width x height); labels must '
-        'match their images pixel for pixel.')
-  label = encode.map_label(values, lookup, pair.label, valid_text)
-  return encode.Encoded(pair.name, image_bytes, image_format,
-                        encode.encode_png(label), height, width,
-                        np.bincount(label.ravel(), minlength=256))
+  return encode.encoded_pair(
+      pair, encode.read_image(pair.image),
+      read_colour_label(pair.label, colours, unknown_to_ignore), lookup,
+      valid_text)

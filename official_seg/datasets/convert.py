@@ -21,10 +21,11 @@ TARGET_SHARD_BYTES = 100 * 2**20
 # Enough shards for a few input pipelines of multi-worker training.
 MIN_SHARDS = 4
 
-# class_counts: int64 [256], pixels of each label value written.
+# class_counts: int64 [256], pixels of each label value written; kind:
+# (channels, bit depth) of the images, or None.
 SplitSummary = collections.namedtuple(
     'SplitSummary', ['split', 'num_images', 'num_shards', 'class_counts',
-                     'pattern'])
+                     'pattern', 'kind'], defaults=(None,))
 
 
 def valid_label_text(layout, info):
@@ -79,6 +80,32 @@ def clear_shards(output_dir, split, overwrite):
     tf.io.gfile.remove(metadata_path)
 
 
+def agreed_kind(kind, item, pair, first):
+  """The (channels, bit depth) of a split after one more image.
+
+  Args:
+    kind: (channels, bit depth) of the images so far, or None.
+    item: `encode.Encoded`, the next image.
+    pair: its `layouts.Pair`, for the message.
+    first: `layouts.Pair` of the split's first image, for the message.
+
+  Returns:
+    (channels, bit depth), as `split_metadata.merged_kind`.
+
+  Raises:
+    layouts.DatasetError: channels or depth differ from the images before.
+  """
+  other = (item.channels, item.bit_depth)
+  merged = split_metadata.merged_kind(kind, other)
+  if merged is not None:
+    return merged
+  raise layouts.DatasetError(
+      f'Image {pair.image} has {other[0]} channels of {other[1]} bits but '
+      f'the images before it, from {first.image}, have {kind[0]} of '
+      f'{kind[1]}; every image of a split must have the same channels and '
+      'bit depth.')
+
+
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
                   num_workers=1, overwrite=False, progress=True, colours=None,
                   unknown_to_ignore=False):
@@ -105,7 +132,8 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
     A `SplitSummary`.
 
   Raises:
-    layouts.DatasetError: bad data (the message names the file) or existing
+    layouts.DatasetError: bad data (the message names the file), images of
+      other channels or bit depth than the split's first, or existing
       shards; no shard of the split is left behind.
   """
   num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
@@ -118,15 +146,16 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
   def examples():
     bar = tqdm.tqdm(_encoded(pairs, encode_fn, num_workers), total=len(pairs),
                     desc=split, unit='img', disable=not progress)
-    for item in bar:
+    for pair, item in zip(pairs, bar):
+      tally.kind = agreed_kind(tally.kind, item, pair, pairs[0])
       tally.add(item.height, item.width, item.class_counts, item.name)
       yield tfexample.make_example(item.image_bytes, item.label_bytes,
                                    item.name, item.image_format, item.height,
-                                   item.width)
+                                   item.width, item.channels)
 
   written = write_split(examples(), output_dir, split, num_shards, tally)
   return SplitSummary(split, written, num_shards, tally.label_counts,
-                      tfexample.shard_pattern(output_dir, split))
+                      tfexample.shard_pattern(output_dir, split), tally.kind)
 
 
 def write_split(examples, output_dir, split, num_shards, tally):
@@ -170,6 +199,9 @@ def format_summary(summary, info):
   """
   lines = [f'{summary.split}: {summary.num_images} images in '
            f'{summary.num_shards} shards ({summary.pattern})']
+  if summary.kind:
+    lines.append(f'  images of {summary.kind[0]} channels, {summary.kind[1]} '
+                 'bits (IMAGE_CHANNELS, IMAGE_BIT_DEPTH)')
   expected = info.split_sizes.get(summary.split)
   if expected is not None and expected != summary.num_images:
     lines.append(f'  note: SPLIT_SIZES expects {expected} images for '
@@ -208,7 +240,8 @@ def dataset_gin_text(colours, data_dir, splits):
 
   Returns:
     str, gin text setting the dataset macros, `DatasetInfo.palette` and the
-    crop sizes (EVAL_CROP_SIZE covers the largest image of `splits`).
+    crop sizes (EVAL_CROP_SIZE covers the largest image of `splits`); the
+    images' channels and depth when the training split's metadata has them.
   """
   names = list(splits)
   train = 'train' if 'train' in splits else names[0]
@@ -232,6 +265,9 @@ def dataset_gin_text(colours, data_dir, splits):
       f'CROP_SIZE = [{min(DEFAULT_CROP, height)}, {min(DEFAULT_CROP, width)}]',
       f'EVAL_CROP_SIZE = [{height}, {width}]',
   ]
+  if 'channels' in splits[train]:
+    lines += [f'IMAGE_CHANNELS = {splits[train]["channels"]}',
+              f'IMAGE_BIT_DEPTH = {splits[train]["bit_depth"]}']
   if train == evaluate:
     lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
                   '# images; convert a val split for a fair score.']

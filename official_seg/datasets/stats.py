@@ -1,4 +1,5 @@
-"""Statistics of DeepLab shards: class frequencies, image sizes, class weights."""
+"""Statistics of DeepLab shards: class frequencies, image sizes, class weights,
+pixel means and deviations."""
 
 import collections
 
@@ -140,3 +141,66 @@ def format_report(stats, class_names, weights, title):
   lines.append('Suggested class weights (median frequency balancing):')
   lines.append(gin_snippet(weights))
   return '\n'.join(lines)
+
+
+def _pixel_sums(decoder, channels):
+  """sums(serialized) -> float64 [C] sums, [C] sums of squares, pixels."""
+
+  def sums(serialized):
+    image = tf.cast(decoder.decode(serialized)['image'], tf.float64)
+    flat = tf.reshape(image, [-1, channels])
+    return (tf.reduce_sum(flat, 0), tf.reduce_sum(tf.square(flat), 0),
+            tf.shape(flat, out_type=tf.int64)[0])
+
+  return sums
+
+
+def channel_statistics(data_dir, split, channels, bit_depth):
+  """The mean and standard deviation of each channel over a split's pixels.
+
+  In the units of `Parser.mean_rgb`: 8-bit values, a 16-bit value v counting
+  as v * 255 / 65535.
+
+  Args:
+    data_dir: str, the folder of the shards.
+    split: str, the split name.
+    channels: int, the images' channels (`DatasetInfo.image_channels`).
+    bit_depth: 8 or 16 (`DatasetInfo.image_bit_depth`).
+
+  Returns:
+    (mean, std): float64 [channels] each; a channel of one value has std 0.
+
+  Raises:
+    validation.MissingFileError: no shard of the split.
+  """
+  decoder = tfexample.Decoder(channels=channels, bit_depth=bit_depth)
+  dataset = tf.data.TFRecordDataset(input_fn.list_shards(data_dir, split))
+  dataset = dataset.map(_pixel_sums(decoder, channels),
+                        num_parallel_calls=tf.data.AUTOTUNE)
+  total, squares, count = np.zeros(channels), np.zeros(channels), 0
+  for sums, sums_of_squares, pixels in dataset.as_numpy_iterator():
+    total, squares, count = total + sums, squares + sums_of_squares, (
+        count + pixels)
+  mean = total / max(count, 1)
+  std = np.sqrt(np.maximum(squares / max(count, 1) - mean**2, 0.0))
+  scale = 255 / (2**bit_depth - 1)
+  return mean * scale, std * scale
+
+
+def normalization_gin(mean, std, title):
+  """The gin text that makes the Parser normalize with a split's statistics.
+
+  Args:
+    mean: float [C], from `channel_statistics`.
+    std: float [C], likewise; a 0 (a constant channel) becomes 1.
+    title: str, the comment line naming the split.
+
+  Returns:
+    str, binding `Parser.mean_rgb` and `Parser.stddev_rgb`.
+  """
+  std = np.where(np.asarray(std) > 0, std, 1.0)
+  values = lambda v: ', '.join(f'{x:.4f}' for x in v)
+  return (f'# Pixel statistics of {title}.\n'
+          'import official_seg.data.preprocess\n\n'
+          f'Parser.mean_rgb = [{values(mean)}]\n'
+          f'Parser.stddev_rgb = [{values(std)}]\n')

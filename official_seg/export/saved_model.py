@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import storage
-from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
+from official_seg.export import serving_images
 from official_seg.export import signatures
 
 EXPORT_DIR = 'export'
@@ -32,103 +32,16 @@ def preprocessing_metadata(parser):
   return {'resize_range': list(parser.resize_range)}
 
 
-def _decode_one(encoded, index, parser):
-  """Decodes input `index` of a batch and preprocesses it as evaluation does.
-
-  Args:
-    encoded: scalar string, the input's bytes.
-    index: scalar int32, its index in the batch, for the error message.
-    parser: the eval `preprocess.Parser`.
-
-  Returns:
-    (image float32 ragged [h, (w), 3], normalized as the eval parser does;
-     size int32 [2] of that image; original size int32 [2] as decoded).
-  """
-  # decode_image's own error does not say which input of the batch failed.
-  check = tf.debugging.Assert(
-      tf.logical_or(tf.io.is_jpeg(encoded), tfexample.is_png(encoded)),
-      [validation.CHECK_MARK, tf.strings.format(
-          'input {} of the batch ({} bytes) is not a JPEG or PNG image; '
-          'send encoded JPEG or PNG bytes, or use the image_tensor signature '
-          'for decoded pixels.', [index, tf.strings.length(encoded)])])
-  with tf.control_dependencies([check]):
-    decoded = tfexample.decode_rgb(encoded)
-  image = parser.serving_image(decoded)
-  return (tf.RaggedTensor.from_tensor(image, ragged_rank=1),
-          tf.shape(image)[:2], tf.shape(decoded)[:2])
-
-
-def decode_images(encoded, parser):
-  """Decodes a batch of encoded images into one padded, normalized batch.
-
-  Each image is preprocessed by the eval parser's own `serving_image` and
-  sits in the top-left corner, padded with 0 (the mean pixel once
-  normalized): exactly the eval parser's output for that image.
-
-  Args:
-    encoded: string [B], JPEG or PNG bytes.
-    parser: the eval `preprocess.Parser`; its crop size is the least padded
-      size, and a batch with a larger image is padded to its largest height
-      and width.
-
-  Returns:
-    (images float32 [B, H, W, 3] normalized, sizes int32 [B, 2] of each
-    image in `images`, original_sizes int32 [B, 2] as decoded).
-
-  Raises:
-    tf.errors.InvalidArgumentError: at run time, an input is not a JPEG or
-      PNG image; the message names its index in the batch.
-  """
-  index = tf.range(tf.shape(encoded)[0])
-  images, sizes, original_sizes = tf.map_fn(
-      lambda args: _decode_one(*args, parser), (encoded, index),
-      fn_output_signature=(
-          tf.RaggedTensorSpec([None, None, 3], tf.float32, ragged_rank=1),
-          tf.TensorSpec([2], tf.int32), tf.TensorSpec([2], tf.int32)))
-  padded = tf.maximum(tf.constant(parser.crop_size, tf.int32),
-                      tf.reduce_max(sizes, axis=0))
-  images = images.to_tensor(
-      default_value=0.0,
-      shape=tf.stack([tf.shape(encoded)[0], padded[0], padded[1], 3]))
-  return images, sizes, original_sizes
-
-
-def _pixels_features(pixels, parser):
-  """The image_tensor alternative: float pixels normalized, sizes as given."""
-  shape = tf.shape(pixels)
-  rows = tf.reshape(pixels, [shape[0] * shape[1], shape[2], 3])
-  images = tf.reshape(parser.normalize(rows), shape)
-  sizes = tf.tile(shape[None, 1:3], [shape[0], 1])
-  return images, sizes, sizes
-
-
-def _padded_to_crop(images, sizes, crop_size):
-  """The batch padded with 0 to exactly the crop size, a static shape.
-
-  Raises:
-    tf.errors.InvalidArgumentError: at run time, an image (after the eval
-      parser's resize) is larger than the crop.
-  """
-  height, width = crop_size
-  check = tf.debugging.Assert(
-      tf.reduce_all(tf.shape(images)[1:3] <= crop_size),
-      [validation.CHECK_MARK, tf.strings.format(
-          'a quantization-aware model serves images of at most '
-          'EVAL_CROP_SIZE = {} (after the eval parser\'s resize); got sizes '
-          '{}.', [tf.constant(crop_size), sizes])])
-  with tf.control_dependencies([check]):
-    padded = tf.image.pad_to_bounding_box(images, 0, 0, height, width)
-  return tf.ensure_shape(padded, [None, height, width, 3])
-
-
 def serving_input_receiver_fn(parser, static_size=False):
   """The serving input receiver fn; it preprocesses with the eval parser.
 
   Signatures (see `signatures`): `serving_default` and `probabilities` take
   'images' string [B] of encoded JPEG or PNG, preprocessed by the eval
-  parser itself; `image_tensor:probabilities` takes 'images' float32
-  [B, H, W, 3], RGB pixels in [0, 255], normalized by the eval parser and
-  run as they are (no padding or resize).
+  parser itself (of the dataset's bit depth, IMAGE_BIT_DEPTH);
+  `image_tensor:probabilities` takes 'images' float32 [B, H, W, C] of the
+  dataset's channels (IMAGE_CHANNELS), values as stored ([0, 255], or
+  [0, 65535] at 16 bits), normalized by the eval parser and run as they
+  are (no padding or resize).
 
   Args:
     parser: the eval `preprocess.Parser` (the one evaluation reads with).
@@ -145,15 +58,17 @@ def serving_input_receiver_fn(parser, static_size=False):
     # the cond then runs the decoding only for encoded images.
     encoded = tf.compat.v1.placeholder_with_default(
         tf.zeros([0], tf.string), [None], name='encoded_images')
+    channels = parser.image_channels
     pixels = tf.compat.v1.placeholder_with_default(
-        tf.zeros([0, 0, 0, 3]), [None, None, None, 3],
+        tf.zeros([0, 0, 0, channels]), [None, None, None, channels],
         name=signatures.IMAGE_TENSOR)
     images, sizes, original_sizes = tf.cond(
-        tf.shape(pixels)[0] > 0, lambda: _pixels_features(pixels, parser),
-        lambda: decode_images(encoded, parser))
-    images.set_shape([None, None, None, 3])
+        tf.shape(pixels)[0] > 0,
+        lambda: serving_images.pixels_features(pixels, parser),
+        lambda: serving_images.decode_images(encoded, parser))
+    images.set_shape([None, None, None, channels])
     if static_size:
-      images = _padded_to_crop(images, sizes, parser.crop_size)
+      images = serving_images.padded_to_crop(images, sizes, parser.crop_size)
     features = {
         'image': images,
         'height': sizes[:, 0],

@@ -68,7 +68,7 @@ class SegmentationModel(segmentation_model.SegmentationModel):
     """The logits, and with `with_features` the backbone's output dict.
 
     Args:
-      inputs: float [B, H, W, 3] images.
+      inputs: float [B, H, W, channels] images.
       training: bool, as Keras's.
       with_features: bool, add 'backbone_features', the backbone's dict of
         level (str) to float [B, h, w, K].
@@ -107,7 +107,7 @@ def feature_level(backbone, level=None):
   return level
 
 
-def _construct_backbone(backbone, regularizer):
+def _construct_backbone(backbone, regularizer, input_channels=3):
   """Calls the backbone constructor in inference mode.
 
   Model Garden backbones are functional models: constructing one calls each
@@ -120,26 +120,35 @@ def _construct_backbone(backbone, regularizer):
   Args:
     backbone: the backbone constructor.
     regularizer: the kernel regularizer, or None.
+    input_channels: int, the images' channels; other than 3, the backbone
+      is given `input_specs` of that many (3 keeps each backbone's own
+      specs, some of which have a size).
 
   Returns:
     The backbone, a Keras model.
   """
+  kwargs = {'kernel_regularizer': regularizer}
+  if input_channels != 3:
+    kwargs['input_specs'] = tf.keras.layers.InputSpec(
+        shape=[None, None, None, input_channels])
   with warnings.catch_warnings():
     # The scope is deprecated in favour of passing `training` to a call,
     # which a functional model's constructor offers no way to do.
     warnings.filterwarnings('ignore', message='.*learning_phase_scope')
     with tf.keras.backend.learning_phase_scope(0):
-      return backbone(kernel_regularizer=regularizer)
+      return backbone(**kwargs)
 
 
-@gin.configurable(denylist=['num_classes', 'cam_attention_dim'])
+@gin.configurable(denylist=['num_classes', 'cam_attention_dim',
+                            'input_channels'])
 def build_model(num_classes,
                 backbone=gin.REQUIRED,
                 decoder=ASPP,
                 head=SegmentationHead,
                 weight_decay=4e-5,
                 level=None,
-                cam_attention_dim=None):
+                cam_attention_dim=None,
+                input_channels=3):
   """Builds a `SegmentationModel`.
 
   The decoder and head are constructed here, at the backbone's deepest level
@@ -161,6 +170,9 @@ def build_model(num_classes,
       classifier and CAM refinement (keys and queries of this many
       channels), with the same weight decay (set by the model_fn from
       `CamFusion.attention_dim`, never bound in gin).
+    input_channels: int, the images' channels, which the backbone's first
+      convolution reads (the dataset's `image_channels`, set by the
+      model_fn, never bound in gin).
 
   Returns:
     A `SegmentationModel` whose call returns {'logits': [B, h, w, C]}.
@@ -171,7 +183,7 @@ def build_model(num_classes,
   # Keras L2(l2) adds l2 * sum(w**2); halving keeps DeepLab's values valid.
   regularizer = (tf.keras.regularizers.L2(weight_decay / 2.0)
                  if weight_decay else None)
-  backbone_net = _construct_backbone(backbone, regularizer)
+  backbone_net = _construct_backbone(backbone, regularizer, input_channels)
   level = feature_level(backbone_net, level)
   decoder_net = (decoder(level=level, kernel_regularizer=regularizer)
                  if decoder else None)

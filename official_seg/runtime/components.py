@@ -24,8 +24,8 @@ class Components:
   builder in a gin file without touching the model_fn or the steps.
 
   Attributes:
-    model: model(num_classes, cam_attention_dim=None) -> a
-      `model.SegmentationModel`; `@build_model` with its bindings.
+    model: model(num_classes, cam_attention_dim=None, input_channels=3) ->
+      a `model.SegmentationModel`; `@build_model` with its bindings.
     loss: loss(logits [B, h, w, C], labels int32 [B, H, W, 1], ignore_label)
       -> scalar float32, the labeled batch's loss in training, evaluation
       and the semi-supervised step; DeepLab's softmax cross-entropy

@@ -273,6 +273,35 @@ def eval_size_problems(dataset, eval_parser, metadata):
           '(sliding windows, docs/large_images.md).']
 
 
+# Channel counts a JPEG or PNG decodes between (grey repeated, alpha dropped).
+_CONVERTIBLE = (1, 3, 4)
+
+
+def image_problems(dataset, split, metadata):
+  """One line if a split's images cannot decode as the dataset says.
+
+  Args:
+    dataset: the run's `DatasetInfo`.
+    split: str, the split's name.
+    metadata: its `split_metadata` dict; one without 'channels' (written
+      before they were recorded) is not checked.
+
+  Returns:
+    list of str, empty or one line.
+  """
+  if 'channels' not in metadata:
+    return []
+  stored = (metadata['channels'], metadata['bit_depth'])
+  wanted = (dataset.image_channels, dataset.image_bit_depth)
+  convertible = {stored[0], wanted[0]} <= set(_CONVERTIBLE)
+  if stored[1] == wanted[1] and (stored[0] == wanted[0] or convertible):
+    return []
+  return [f'IMAGE_CHANNELS = {wanted[0]} and IMAGE_BIT_DEPTH = {wanted[1]}, '
+          f'but the images of split {split!r} have {stored[0]} channels of '
+          f'{stored[1]} bits; set them so (the dataset gin build_tfrecords '
+          'writes does).']
+
+
 def data_problems(dataset, eval_parser, metadata_by_split):
   """One line per data fact that the configuration contradicts.
 
@@ -290,6 +319,7 @@ def data_problems(dataset, eval_parser, metadata_by_split):
     if not metadata['num_images']:
       lines.append(f'split {split!r} in {dataset.data_dir} has no images.')
       continue
+    lines += image_problems(dataset, split, metadata)
     seen = split_metadata.num_classes_seen(metadata, dataset.ignore_label)
     if seen > dataset.num_classes:
       lines.append(

@@ -118,7 +118,9 @@ def make_parser(is_training, dataset, window_size=None):
     sampling = crop_sampling.CropSampling() if is_training else None
     return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
                              num_classes=dataset.num_classes,
-                             window_size=window_size, crop_sampling=sampling)
+                             window_size=window_size, crop_sampling=sampling,
+                             image_channels=dataset.image_channels,
+                             image_bit_depth=dataset.image_bit_depth)
 
 
 @gin.configurable(denylist=['dataset', 'labeled_batch_size'])
@@ -145,7 +147,16 @@ def unlabeled_stream(dataset,
 
   Returns:
     A `views.UnlabeledStream`.
+
+  Raises:
+    validation.ConfigurationError: the images are not 8-bit RGB, which the
+      strong view's colour jitter needs.
   """
+  if (dataset.image_channels, dataset.image_bit_depth) != (3, 8):
+    raise validation.ConfigurationError(
+        f'Semi-supervised training reads 8-bit RGB images (its colour '
+        f'jitter); this dataset has IMAGE_CHANNELS = {dataset.image_channels}'
+        f' and IMAGE_BIT_DEPTH = {dataset.image_bit_depth}.')
   with gin.config_scope('unlabeled'):
     parser = views.UnlabeledParser(dataset.ignore_label, dataset.num_classes)
   return views.UnlabeledStream(split, batch_size, parser, cutmix_probability,

@@ -232,7 +232,8 @@ def _build_model(dataset, options, components, mode, images):
   if options.quantize_delay_step is None:
     return components.model(
         num_classes=dataset.num_classes,
-        cam_attention_dim=_cam_attention_dim(options, mode))
+        cam_attention_dim=_cam_attention_dim(options, mode),
+        input_channels=dataset.image_channels)
   return quantized.build_quantized_model(components.model,
                                          dataset.num_classes,
                                          images.shape[1:3].as_list())

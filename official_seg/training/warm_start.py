@@ -11,6 +11,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from official_seg import validation
+from official_seg.training import input_channels
 from official_seg.training import optimizers
 
 REPORT_NAME = 'restore_report.json'
@@ -153,9 +154,10 @@ def _exclusion_rules(exclusions, initialize_last_layer, last_layers):
 
 
 def _classify(model, selected, keys, shapes, rules):
-  """Sorts every model variable into restored, excluded, skipped, missing."""
+  """Sorts every model variable into restored, excluded, skipped, missing,
+  or adapted (a 3-channel input kernel, `input_channels`)."""
   report = {'restored': {}, 'excluded': {}, 'skipped_shape': {},
-            'missing': []}
+            'missing': [], 'adapted': {}}
   for module_name, module in sorted(model.checkpoint_items.items()):
     for var in module.variables:
       name = optimizers.variable_name(var)
@@ -169,9 +171,9 @@ def _classify(model, selected, keys, shapes, rules):
       elif name not in keys:
         report['missing'].append(name)
       elif var.shape.as_list() != shapes[keys[name]]:
-        report['skipped_shape'][name] = {
-            'key': keys[name], 'model_shape': var.shape.as_list(),
-            'checkpoint_shape': shapes[keys[name]]}
+        kind, entry = input_channels.mismatch_entry(
+            keys[name], var.shape.as_list(), shapes[keys[name]])
+        report[kind][name] = entry
       else:
         report['restored'][name] = keys[name]
   return report
@@ -212,7 +214,8 @@ def restore_plan(model, init_checkpoint, modules=('all',), rules=(),
 
   Returns:
     (report, assignment): the JSON-ready report dict, and the
-    `init_from_checkpoint` assignment map of checkpoint key to variable.
+    `init_from_checkpoint` assignment map of checkpoint key to variable;
+    the report's 'adapted' variables are set apart (`input_channels`).
 
   Raises:
     ValueError: a bad INIT_CHECKPOINT or module, variables whose shapes
@@ -238,7 +241,7 @@ def restore_plan(model, init_checkpoint, modules=('all',), rules=(),
                 format='object-based' if object_based else 'name-based',
                 unused=sorted(set(shapes) - set(keys.values()) -
                               {_OBJECT_GRAPH}))
-  if not report['restored']:
+  if not report['restored'] and not report['adapted']:
     raise _nothing_restored_error(report)
   variables = {optimizers.variable_name(v): v for v in model.variables}
   return report, {key: variables[name]
@@ -258,6 +261,9 @@ def write_report(model_dir, report):
     _log.info('Warm start: restored %s from %s', name, key)
   for name, reason in report['excluded'].items():
     _log.info('Warm start: excluded %s by %s', name, reason)
+  for name, entry in report['adapted'].items():
+    _log.info('Warm start: adapted %s from %s %s: %s', name, entry['key'],
+              entry['checkpoint_shape'], entry['rule'])
   for name, entry in report['skipped_shape'].items():
     _log.warning('Warm start: skipped %s: model shape %s, checkpoint %s',
                  name, entry['model_shape'], entry['checkpoint_shape'])
@@ -330,7 +336,15 @@ def warm_start(model, model_dir, init_checkpoint=None, modules=('all',),
     # On a TPU the initializers must be set on the host, in scaffold_fn.
     tf.compat.v1.train.init_from_checkpoint(report['init_checkpoint'],
                                             assignment)
-    return tf.compat.v1.train.Scaffold(
-        init_fn=lambda scaffold, session: write_report(model_dir, report))
+    adapt = input_channels.assign_ops(
+        report['init_checkpoint'], report['adapted'],
+        {optimizers.variable_name(v): v for v in model.variables})
+
+    def init_fn(scaffold, session):
+      del scaffold  # Unused.
+      session.run(adapt)
+      write_report(model_dir, report)
+
+    return tf.compat.v1.train.Scaffold(init_fn=init_fn)
 
   return scaffold_fn

@@ -12,6 +12,7 @@ from official_seg.commands import predict_images
 from official_seg.data import palettes
 from official_seg.data import preprocess
 from official_seg.export import saved_model
+from official_seg.export import serving_images
 from official_seg.export import signatures
 from official_seg.export import tflite_runner
 from tests import testing_utils
@@ -34,7 +35,7 @@ def _serve(images):
   parser = preprocess.Parser(False, ignore_label=255, crop_size=(1, 1),
                              mean_rgb=(0.0, 0.0, 0.0),
                              stddev_rgb=(1.0, 1.0, 1.0))
-  pixels, sizes, original = saved_model.decode_images(images, parser)
+  pixels, sizes, original = serving_images.decode_images(images, parser)
   semantic = (tf.cast(pixels[..., 0] > 127, tf.int32)
               + 2 * tf.cast(pixels[..., 1] > 127, tf.int32))
   return {'semantic': signatures.labels_at_original_size(semantic, sizes,
@@ -79,7 +80,7 @@ def write_stand_in_with_maps(export_dir, temperature=None):
                              stddev_rgb=(1.0, 1.0, 1.0))
 
   def serve(images):
-    pixels, sizes, original = saved_model.decode_images(images, parser)
+    pixels, sizes, original = serving_images.decode_images(images, parser)
     probabilities = _probabilities(pixels)
     semantic = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
     return dict(
@@ -89,7 +90,7 @@ def write_stand_in_with_maps(export_dir, temperature=None):
         **signatures.uncertainty_outputs(probabilities, sizes, original))
 
   def serve_probabilities(images):
-    pixels, _, _ = saved_model.decode_images(images, parser)
+    pixels, _, _ = serving_images.decode_images(images, parser)
     return {'probabilities': _probabilities(pixels)}
 
   root = tf.train.Checkpoint()

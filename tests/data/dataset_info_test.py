@@ -22,6 +22,8 @@ _SYNTHETIC = {
     'train_split': 'train',
     'eval_split': 'val',
     'split_sizes': {'train': 400, 'val': 61},
+    'image_channels': 3,
+    'image_bit_depth': 8,
 }
 
 
@@ -69,6 +71,14 @@ class DatasetInfoTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual((info.num_classes, info.ignore_label),
                      (num_classes, ignore_label))
     self.assertLen(info.class_names, num_classes)
+
+  @parameterized.named_parameters(
+      ('no_channel', 'image_channels = 0', dict(image_channels=0)),
+      ('twelve_bits', 'image_bit_depth = 12', dict(image_bit_depth=12)))
+  def test_image_channels_and_depth_are_checked(self, text, kwargs):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                rf'DatasetInfo.{text}: expected'):
+      dataset_info.DatasetInfo(num_classes=2, **kwargs)
 
   def test_fields_cannot_be_assigned(self):
     info = dataset_info.DatasetInfo(num_classes=2)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import dataset_info
+from official_seg.data import encode
 from official_seg.data import image_classes
 from official_seg.data import input_fn as input_lib
 from official_seg.data import preprocess
@@ -297,6 +298,32 @@ class RepeatFactorThresholdTest(tf.test.TestCase, parameterized.TestCase):
     eval_parser = preprocess.Parser(False, 255, 3, crop_size=(16, 16))
     input_lib.build_dataset(1, eval_parser, self.data_dir, 'train',
                             repeat_factor_threshold=0.1)
+
+
+
+class ChannelsAndDepthTest(tf.test.TestCase):
+  """A split of 16-bit, 5-channel images read with the parser's format."""
+
+  def test_eval_batches_hold_the_images_normalized_values(self):
+    gin.clear_config()
+    data_dir = self.create_tempdir().full_path
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 65536, (4, 3, 5)).astype(np.uint16)
+              for _ in range(2)]
+    examples = []
+    for index, pixels in enumerate(images):
+      stored = encode.stored_pixels(pixels, 'x')
+      examples.append(tfexample.make_example(
+          stored.data, tf.io.encode_png(np.zeros((4, 3, 1), np.uint8)).numpy(),
+          f'{index}', stored.image_format, 4, 3, 5))
+    tfexample.write_shards(examples, data_dir, 'val', 1)
+    parser = preprocess.Parser(False, 255, 3, crop_size=(4, 3),
+                               mean_rgb=[0.0], stddev_rgb=[255.0],
+                               image_channels=5, image_bit_depth=16)
+    features, _ = next(iter(input_lib.build_dataset(2, parser, data_dir,
+                                                    'val')))
+    self.assertAllClose(features['image'], np.stack(images) / 65535,
+                        atol=1e-6)
 
 
 if __name__ == '__main__':

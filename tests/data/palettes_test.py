@@ -128,5 +128,20 @@ class PicturesTest(tf.test.TestCase):
                         colours[[0, 3, 2, 1]])
 
 
+  def test_pictures_of_other_channel_counts_are_rgb(self):
+    colours = palettes.label_colours('synthetic', 255)
+    labels = tf.zeros([1, 2, 2], tf.int32)
+    images = np.arange(20, dtype=np.float32).reshape(1, 2, 2, 5)
+    five = self.evaluate(palettes.pictures(images, labels, labels, colours))
+    first = images[..., :3]
+    stretched = (first - first.min()) / (first.max() - first.min()) * 255
+    self.assertAllEqual(five['image'], np.round(stretched).astype(np.uint8))
+    grey = self.evaluate(palettes.pictures(images[..., :1], labels, labels,
+                                           colours))
+    self.assertAllEqual(grey['image'][0, :, :, 0], [[0, 85], [170, 255]])
+    self.assertAllEqual(grey['image'][..., 1], grey['image'][..., 0])
+    self.assertAllEqual(grey['image'][..., 2], grey['image'][..., 0])
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -7,6 +7,7 @@ import tensorflow as tf
 from official.vision.ops import preprocess_ops
 
 from official_seg.data import image_ops
+from official_seg import validation
 from official_seg.data import preprocess
 
 IGNORE = 255
@@ -292,3 +293,65 @@ class ParserTest(tf.test.TestCase, parameterized.TestCase):
 
 if __name__ == '__main__':
   tf.test.main()
+
+
+class ChannelsAndDepthTest(tf.test.TestCase, parameterized.TestCase):
+  """Images of any channels and 16 bits: normalized per channel and padded."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.rng = np.random.default_rng(3)
+
+  def _decoded(self, pixels):
+    height, width = pixels.shape[:2]
+    return {'image': tf.constant(pixels),
+            'label': tf.constant(self.rng.integers(0, 3, (height, width, 1),
+                                                   dtype=np.uint8)),
+            'filename': tf.constant('scan.png'),
+            'height': tf.constant(height), 'width': tf.constant(width)}
+
+  def test_16_bit_training_crop_is_normalized_per_channel_and_padded(self):
+    pixels = self.rng.integers(0, 4096, (12, 9, 5)).astype(np.uint16)
+    mean = [10.0, 20.0, 5.0, 1.0, 0.5]
+    std = [2.0, 4.0, 3.0, 1.0, 1.5]
+    parser = preprocess.Parser(
+        is_training=True, ignore_label=IGNORE, crop_size=(16, 13),
+        random_flip=False, mean_rgb=mean, stddev_rgb=std, image_channels=5,
+        image_bit_depth=16)
+    features, labels = parser(self._decoded(pixels), seed=[1, 2])
+    image = features['image'].numpy()
+    self.assertEqual(image.shape, (16, 13, 5))
+    expected = (pixels * (255 / 65535) - np.array(mean)) / np.array(std)
+    self.assertAllClose(image[:12, :9], expected, atol=NORMALIZED_ATOL)
+    self.assertAllEqual(image[12:], np.zeros((4, 13, 5)))
+    self.assertAllEqual(image[:, 9:], np.zeros((16, 4, 5)))
+    self.assertAllEqual(labels[12:], np.full((4, 13, 1), IGNORE))
+
+  def test_grey_eval_image_takes_equal_rgb_values_as_its_own(self):
+    pixels = self.rng.integers(0, 256, (6, 4, 1)).astype(np.uint8)
+    parser = preprocess.Parser(
+        is_training=False, ignore_label=IGNORE, crop_size=(8, 4),
+        mean_rgb=[127.5] * 3, stddev_rgb=[127.5] * 3, image_channels=1)
+    features, _ = parser(self._decoded(pixels))
+    self.assertEqual(features['image'].shape, (8, 4, 1))
+    self.assertAllClose(features['image'][:6], (pixels - 127.5) / 127.5)
+    self.assertAllEqual(features['image'][6:], np.zeros((2, 4, 1)))
+
+  def test_16_bit_eval_image_is_scaled_to_8_bit_units(self):
+    pixels = np.array([[[0], [4095]], [[65535], [257]]], np.uint16)
+    parser = preprocess.Parser(
+        is_training=False, ignore_label=IGNORE, crop_size=(2, 2),
+        mean_rgb=[0.0], stddev_rgb=[1.0], image_channels=1,
+        image_bit_depth=16)
+    features, _ = parser(self._decoded(pixels))
+    self.assertAllClose(features['image'][..., 0],
+                        [[0.0, 4095 * 255 / 65535], [255.0, 1.0]], atol=1e-4)
+
+  def test_rgb_means_for_five_channels_stop_in_one_line(self):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        r'^Parser.mean_rgb = \[1.0, 2.0, 3.0\] has 3 values but the images '
+        r'have 5 channels \(IMAGE_CHANNELS\); give one value per channel'):
+      preprocess.Parser(is_training=False, ignore_label=IGNORE,
+                        crop_size=(2, 2), mean_rgb=[1, 2, 3], image_channels=5)

@@ -102,6 +102,23 @@ class SplitMetadataTest(tf.test.TestCase, parameterized.TestCase):
       f.write(split_metadata.line(metadata))
     self.assertEqual(split_metadata.read(self.data_dir, 'jpeg'), metadata)
 
+  def test_channels_and_depth_of_a_tally_read_back(self):
+    tally = split_metadata.Tally()
+    tally.kind = (5, 16)
+    tally.add(4, 6, np.bincount([0, 1, 1], minlength=256))
+    split_metadata.write_tally(self.data_dir, 'tiff', tally)
+    metadata = split_metadata.read(self.data_dir, 'tiff')
+    self.assertEqual((metadata['channels'], metadata['bit_depth']), (5, 16))
+    self.assertEqual(metadata, tally.metadata('tiff'))
+
+  @parameterized.parameters(
+      ((3, 8), (1, 8), (3, 8)), ((1, 8), (3, 8), (3, 8)),
+      ((1, 8), (4, 8), None), ((3, 16), (3, 8), None), ((5, 16), (5, 16),
+                                                         (5, 16)),
+      (None, (1, 16), (1, 16)))
+  def test_merged_kind(self, kind, other, expected):
+    self.assertEqual(split_metadata.merged_kind(kind, other), expected)
+
   def test_read_of_a_missing_file_is_none(self):
     self.assertIsNone(split_metadata.read(self.data_dir, 'jpeg'))
 
@@ -116,7 +133,10 @@ class SplitMetadataTest(tf.test.TestCase, parameterized.TestCase):
       ('bool_pixels', '{"split": "jpeg", "num_images": 4, "max_height": 37,'
                       ' "max_width": 40, "label_histogram": {"1": true}}'),
       ('bad_histogram', '{"split": "jpeg", "num_images": 4, "max_height": 37,'
-                        ' "max_width": 40, "label_histogram": {"a": 1}}'))
+                        ' "max_width": 40, "label_histogram": {"a": 1}}'),
+      ('text_channels', '{"split": "jpeg", "num_images": 4, "max_height": 37,'
+                        ' "max_width": 40, "label_histogram": {}, '
+                        '"channels": "3", "bit_depth": 8}'))
   def test_a_corrupt_file_raises_naming_it(self, content):
     name = split_metadata.path(self.data_dir, 'jpeg')
     with open(name, 'wb' if isinstance(content, bytes) else 'w') as f:

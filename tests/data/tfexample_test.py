@@ -6,6 +6,7 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
+from official_seg.data import encode
 from official_seg.data import tfexample
 
 
@@ -166,3 +167,61 @@ class TfExampleTest(tf.test.TestCase, parameterized.TestCase):
 
 if __name__ == '__main__':
   tf.test.main()
+
+
+def _stored_example(image, label):
+  """The record the converter writes of uint8 or uint16 [H, W, C] pixels."""
+  stored = encode.stored_pixels(image, 'a')
+  return tfexample.make_example(
+      stored.data, tf.io.encode_png(label).numpy(), 'scan_7',
+      stored.image_format,
+      stored.height, stored.width, stored.channels)
+
+
+class ChannelsAndDepthTest(tf.test.TestCase, parameterized.TestCase):
+  """Records of 1 to N channels and 8 or 16 bits decode to their values."""
+
+  def setUp(self):
+    super().setUp()
+    self.rng = np.random.default_rng(0)
+    self.label = self.rng.integers(0, 3, (4, 5, 1)).astype(np.uint8)
+
+  def _decode(self, example, channels, bit_depth):
+    decoder = tfexample.Decoder(channels=channels, bit_depth=bit_depth)
+    return decoder.decode(example.SerializeToString())
+
+  @parameterized.product(channels=(1, 2, 3, 4, 5), dtype=(np.uint8, np.uint16))
+  def test_stored_pixels_decode_exactly(self, channels, dtype):
+    image = self.rng.integers(0, np.iinfo(dtype).max, (4, 5, channels),
+                              endpoint=True).astype(dtype)
+    decoded = self._decode(_stored_example(image, self.label), channels,
+                           8 * np.dtype(dtype).itemsize)
+    self.assertEqual(decoded['image'].dtype, tf.as_dtype(dtype))
+    self.assertAllEqual(decoded['image'], image)
+    self.assertAllEqual(decoded['label'], self.label)
+
+  def test_8_bit_decoder_refuses_a_16_bit_png_naming_the_file(self):
+    image = np.full((4, 5, 3), 4095, np.uint16)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)bit depth 8.*scan_7'):
+      self._decode(_stored_example(image, self.label), 3, 8)
+
+  def test_16_bit_decoder_refuses_an_8_bit_png(self):
+    image = np.zeros((4, 5, 3), np.uint8)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                'bit depth 16'):
+      self._decode(_stored_example(image, self.label), 3, 16)
+
+  def test_raw_pixels_of_another_size_name_the_file(self):
+    image = np.zeros((4, 5, 5), np.uint8)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                '(?s)raw pixels do not number.*scan_7'):
+      self._decode(_stored_example(image, self.label), 6, 8)
+
+  def test_png_of_other_channels_names_the_file(self):
+    example = tfexample.make_example(
+        encode.encode_pixels_png(np.zeros((4, 5, 4), np.uint8)),
+        tf.io.encode_png(self.label).numpy(), 'scan_7', 'png', 4, 5, 4)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                "(?s)not the dataset's 5 channels.*scan_7"):
+      self._decode(example, 5, 8)

@@ -200,6 +200,9 @@ class ConvertLayoutsTest(tf.test.TestCase, parameterized.TestCase):
                     image_dir=os.path.join(self.root, 'img'),
                     label_dir=os.path.join(self.root, 'mask'))
     written = split_metadata.read(self.out, 'train')
+    # Only the converter knows the images' channels and depth.
+    self.assertEqual((written.pop('channels'), written.pop('bit_depth')),
+                     (3, 8))
     self.assertEqual(written, split_metadata.compute(self.out, 'train'))
     self.assertEqual(image_classes.read(self.out, 'train', 'S'),
                      testing_utils.shard_image_labels(self.out, 'train'))
@@ -229,6 +232,8 @@ class ConvertLayoutsTest(tf.test.TestCase, parameterized.TestCase):
                                        split_sizes={'val': 1449})
     text = convert.format_summary(summary, info)
     self.assertIn('val: 1 images in 1 shards', text)
+    self.assertIn('\n  images of 3 channels, 8 bits (IMAGE_CHANNELS, '
+                  'IMAGE_BIT_DEPTH)\n', text)
     self.assertIn('expects 1449 images', text)
     self.assertRegex(text, rf'255 ignore\s+{(labels["c"] == 255).sum()} ')
 
@@ -325,7 +330,10 @@ class ColourMaskTest(tf.test.TestCase):
         num_classes=3, class_names=['background', 'car', 'road'],
         ignore_label=255, palette=_MASK_COLOURS.tolist(), data_dir=self.out,
         train_split='train', eval_split='val',
-        split_sizes={'train': 1, 'val': 1}))
+        split_sizes={'train': 1, 'val': 1}, image_channels=3,
+        image_bit_depth=8))
+    with open(path) as f:
+      self.assertIn('IMAGE_CHANNELS = 3\nIMAGE_BIT_DEPTH = 8\n', f.read())
     # An experiment on top: the crops cover the largest image, 16k + 1.
     gin.clear_config()
     gin_config.parse(['experiments/quickstart.gin', path], [], finalize=False)
@@ -431,3 +439,81 @@ class ValidationTest(tf.test.TestCase, parameterized.TestCase):
 
 if __name__ == '__main__':
   tf.test.main()
+
+
+class ChannelsAndDepthTest(tf.test.TestCase, parameterized.TestCase):
+  """Images of any channels and 16 bits go through the converter exactly."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.root = self.create_tempdir().full_path
+    self.out = os.path.join(self.root, 'out')
+    self.rng = np.random.default_rng(2)
+    self.labels = {}
+    for name in ('a', 'b'):
+      self.labels[name] = _label(self.rng, 6, 7, [0, 1, 255])
+      _save(os.path.join(self.root, 'mask', f'{name}.png'), self.labels[name])
+
+  def _write_png(self, name, pixels):
+    with open(os.path.join(self.root, 'img', f'{name}.png'), 'wb') as f:
+      f.write(tf.io.encode_png(pixels).numpy())
+
+  def _convert(self):
+    pairs = layouts.find_pairs(
+        'folders', 'train', image_dir=os.path.join(self.root, 'img'),
+        label_dir=os.path.join(self.root, 'mask'))
+    return convert.convert_split(
+        pairs, self.out, 'train', layouts.label_lookup(3, 255), 'classes 0-2',
+        2, 1, progress=False)
+
+  @parameterized.parameters(1, 3, 4)
+  def test_12_bit_values_in_16_bit_pngs_round_trip_exactly(self, channels):
+    os.makedirs(os.path.join(self.root, 'img'))
+    images = {name: self.rng.integers(0, 4096, (6, 7, channels)).astype(
+        np.uint16) for name in self.labels}
+    for name, pixels in images.items():
+      self._write_png(name, pixels)
+    self._convert()
+    files = tf.io.gfile.glob(tfexample.shard_pattern(self.out, 'train'))
+    decoder = tfexample.Decoder(channels=channels, bit_depth=16)
+    decoded = [decoder.decode(r) for r in tf.data.TFRecordDataset(files)]
+    self.assertLen(decoded, 2)
+    for example in decoded:
+      name = example['filename'].numpy().decode()[0]
+      self.assertAllEqual(example['image'], images[name])
+      self.assertAllEqual(example['label'][..., 0], self.labels[name])
+    metadata = split_metadata.read(self.out, 'train')
+    self.assertEqual((metadata['channels'], metadata['bit_depth']),
+                     (channels, 16))
+
+  def test_image_of_another_depth_stops_naming_it(self):
+    os.makedirs(os.path.join(self.root, 'img'))
+    self._write_png('a', np.zeros((6, 7, 3), np.uint16))
+    self._write_png('b', np.zeros((6, 7, 3), np.uint8))
+    with self.assertRaisesRegex(
+        layouts.DatasetError,
+        r'^Image .*b\.png has 3 channels of 8 bits but the images before it, '
+        r'from .*a\.png, have 3 of 16;[^\n]*$'):
+      self._convert()
+    self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
+                                                              'train')))
+
+  def test_grey_among_colour_8_bit_images_is_colour(self):
+    _save(os.path.join(self.root, 'img', 'a.png'),
+          self.rng.integers(0, 256, (6, 7), dtype=np.uint8))
+    _save(os.path.join(self.root, 'img', 'b.png'), _image(self.rng, 6, 7))
+    self._convert()
+    metadata = split_metadata.read(self.out, 'train')
+    self.assertEqual((metadata['channels'], metadata['bit_depth']), (3, 8))
+
+  def test_16_bit_mask_stops_in_one_line(self):
+    _save(os.path.join(self.root, 'img', 'a.png'), _image(self.rng, 6, 7))
+    _save(os.path.join(self.root, 'img', 'b.png'), _image(self.rng, 6, 7))
+    path = os.path.join(self.root, 'mask', 'b.png')
+    with open(path, 'wb') as f:
+      f.write(tf.io.encode_png(np.ones((6, 7, 1), np.uint16)).numpy())
+    with self.assertRaisesRegex(layouts.DatasetError,
+                                r'^Label .*b\.png is a I;16 image of more than'
+                                r' 8 bits[^\n]*$'):
+      self._convert()

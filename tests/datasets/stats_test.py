@@ -5,6 +5,8 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import encode
+from official_seg.data import preprocess
 from official_seg.data import tfexample
 from official_seg.datasets import stats
 from official_seg.modeling import losses  # pylint: disable=unused-import
@@ -89,6 +91,44 @@ class StatsTest(tf.test.TestCase):
     with self.assertRaisesRegex(validation.MissingFileError,
                                 'val-.....-of-.....'):
       stats.compute_stats(self.data_dir, 'val', 4, IGNORE)
+
+
+
+class ChannelStatisticsTest(tf.test.TestCase):
+  """Each channel's mean and deviation, in 8-bit units, written as gin."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    rng = np.random.default_rng(4)
+    self.data_dir = self.create_tempdir().full_path
+    self.images = [rng.integers(0, 4096, size + (5,)).astype(np.uint16)
+                   for size in ((4, 6), (3, 2))]
+    self.images[1][..., 4] = 7  # Spread only by the other image.
+    examples = []
+    for index, pixels in enumerate(self.images):
+      stored = encode.stored_pixels(pixels, 'x')
+      label = tf.io.encode_png(np.zeros(pixels.shape[:2] + (1,), np.uint8))
+      examples.append(tfexample.make_example(
+          stored.data, label.numpy(), f'{index}', stored.image_format,
+          stored.height, stored.width, stored.channels))
+    tfexample.write_shards(examples, self.data_dir, 'train', 2)
+
+  def test_statistics_equal_numpys_over_all_pixels(self):
+    mean, std = stats.channel_statistics(self.data_dir, 'train', 5, 16)
+    pixels = np.concatenate([p.reshape(-1, 5) for p in self.images]) * (
+        255 / 65535)
+    self.assertAllClose(mean, pixels.mean(0), rtol=1e-12)
+    self.assertAllClose(std, pixels.std(0), rtol=1e-9)
+
+  def test_gin_text_binds_the_parsers_normalization(self):
+    text = stats.normalization_gin([1.0, 2.5], [0.5, 0.0], "split 'train'")
+    gin.parse_config(text)
+    parser = preprocess.Parser(is_training=False, ignore_label=IGNORE,
+                               crop_size=(1, 1), image_channels=2)
+    normalized = parser.normalize(tf.constant([[[2.0, 3.5]]]))
+    # The deviation of a constant channel becomes 1.
+    self.assertAllClose(normalized, [[[2.0, 1.0]]])
 
 
 if __name__ == '__main__':

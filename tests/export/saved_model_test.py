@@ -21,6 +21,7 @@ from official_seg.data import tfexample
 from official_seg.evaluation import best_checkpoint
 from official_seg.export import predictor
 from official_seg.export import saved_model
+from official_seg.export import serving_images
 from official_seg.export import signatures
 from official_seg.runtime import experiment
 from official_seg.runtime import estimator as estimator_lib
@@ -311,7 +312,7 @@ class ExportGraphTest(tf.test.TestCase):
     images = [rng.integers(0, 255, size, np.uint8)
               for size in ((5, 7, 3), (9, 4, 3))]
     parser = self._parser((9, 9))
-    served, sizes, original = saved_model.decode_images(
+    served, sizes, original = serving_images.decode_images(
         tf.constant([_png(image) for image in images]), parser)
     self.assertAllEqual(sizes, [[5, 7], [9, 4]])
     self.assertAllEqual(original, sizes)
@@ -325,7 +326,7 @@ class ExportGraphTest(tf.test.TestCase):
     image = np.random.default_rng(2).integers(0, 255, (30, 20, 3), np.uint8)
     parser = self._parser((33, 33), min_resize_value=16, max_resize_value=16,
                           resize_factor=4)
-    served, sizes, original = saved_model.decode_images(
+    served, sizes, original = serving_images.decode_images(
         tf.constant([_png(image)]), parser)
     self.assertAllEqual(original, [[30, 20]])
     self.assertAllEqual(sizes[0], image_ops.resize_to_range_size(
@@ -336,7 +337,7 @@ class ExportGraphTest(tf.test.TestCase):
 
   def test_batch_with_a_larger_image_pads_to_its_size(self):
     images = [np.zeros((12, 3, 3), np.uint8), np.zeros((2, 2, 3), np.uint8)]
-    served, _, _ = saved_model.decode_images(
+    served, _, _ = serving_images.decode_images(
         tf.constant([_png(image) for image in images]), self._parser((6, 6)))
     self.assertEqual(served.shape, (2, 12, 6, 3))
 

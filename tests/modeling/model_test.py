@@ -89,6 +89,16 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
                                 r'build_model.level = 5: .*\[2, 3, 4\]'):
       model_lib.build_model(num_classes=2)
 
+  def test_input_channels_reach_the_first_convolution(self):
+    gin.parse_config(_MOBILENET + ["backbones.MobileNet.model_id = 'MobileNetV1'",
+                                   'build_model.decoder = None'])
+    model = model_lib.build_model(num_classes=2, input_channels=5)
+    logits = model(tf.zeros([1, 32, 32, 5]), training=False)['logits']
+    self.assertEqual(logits.shape, (1, 1, 1, 2))
+    first = [v for v in model.backbone.trainable_variables
+             if v.shape.rank == 4][0]
+    self.assertEqual(first.shape[2], 5)
+
   def test_no_decoder_feeds_the_head_directly(self):
     gin.parse_config(_MOBILENET + ['build_model.decoder = None'])
     model = model_lib.build_model(num_classes=2)
@@ -108,7 +118,7 @@ class ModelTest(tf.test.TestCase, parameterized.TestCase):
         -1, 1, [2, 33, 33, 3]).astype(np.float32)
     runs = {}
     for name, construct in (
-        ('plain', lambda b, r: b(kernel_regularizer=r)),
+        ('plain', lambda b, r, channels: b(kernel_regularizer=r)),
         ('inference', model_lib._construct_backbone)):  # pylint: disable=protected-access
       graph = tf.Graph()
       with graph.as_default(), mock.patch.object(

@@ -375,6 +375,21 @@ class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     extra_class = dict(fine, label_histogram={'4': 1})
     self.assertEqual(len(self._data_lines({'train': extra_class})), 1)
 
+  @parameterized.parameters(
+      ((1, 8), []), ((4, 8), []), ((3, 8), []),
+      ((3, 16), ["IMAGE_CHANNELS = 3 and IMAGE_BIT_DEPTH = 8, but the images "
+                 "of split 'train' have 3 channels of 16 bits; set them so "
+                 '(the dataset gin build_tfrecords writes does).']),
+      ((5, 8), ["IMAGE_CHANNELS = 3 and IMAGE_BIT_DEPTH = 8, but the images "
+                "of split 'train' have 5 channels of 8 bits; set them so "
+                '(the dataset gin build_tfrecords writes does).']))
+  def test_images_that_decode_otherwise_name_the_macros(self, kind, lines):
+    # JPEGs and PNGs of 1, 3 and 4 channels decode into one another.
+    metadata = {'num_images': 1, 'max_height': 4, 'max_width': 4,
+                'label_histogram': {'0': 16}, 'channels': kind[0],
+                'bit_depth': kind[1]}
+    self.assertEqual(self._data_lines({'train': metadata}), lines)
+
   def test_a_bounded_resize_bounds_the_eval_size(self):
     large = {'num_images': 1, 'max_height': 900, 'max_width': 700,
              'label_histogram': {'0': 1}}

@@ -9,6 +9,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import gin_config
@@ -67,6 +68,23 @@ class MakeParserTest(tf.test.TestCase):
     for seed in range(8):
       _, crop = parser(decoded, tf.constant([seed, 0], tf.int64))
       self.assertIn(2, crop.numpy())
+
+
+  def test_parsers_take_the_datasets_channels_and_depth(self):
+    gin.parse_config(['eval/Parser.crop_size = [5, 5]', 'Parser.mean_rgb = [0]',
+                      'Parser.stddev_rgb = [1]'])
+    parser = estimator_lib.make_parser(False, dataset_info.DatasetInfo(
+        num_classes=3, image_channels=5, image_bit_depth=16))
+    self.assertEqual((parser.image_channels, parser.image_bit_depth),
+                     (5, 16))
+
+  def test_unlabeled_stream_of_other_images_stops_in_one_line(self):
+    dataset = dataset_info.DatasetInfo(num_classes=3, image_channels=1)
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        r'^Semi-supervised training reads 8-bit RGB images .*'
+        r'IMAGE_CHANNELS = 1 and IMAGE_BIT_DEPTH = 8\.'):
+      estimator_lib.unlabeled_stream(dataset, 2, split='u', batch_size=2)
 
 
 class EstimatorPlatformTest(testing_utils.TinyDataTestCase):

@@ -17,6 +17,19 @@ from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
 
 
+class ModelBuilderArgumentsTest(tf.test.TestCase):
+
+  def test_the_model_is_built_for_the_datasets_channels(self):
+    dataset = dataset_info.DatasetInfo(num_classes=2, image_channels=5)
+    components = components_lib.Components(model=lambda **kwargs: kwargs)
+    # pylint: disable-next=protected-access
+    arguments = model_fn_lib._build_model(
+        dataset, model_fn_lib.ModelFnOptions(), components,
+        tf.estimator.ModeKeys.EVAL, None)
+    self.assertEqual(arguments, {'num_classes': 2, 'cam_attention_dim': None,
+                                 'input_channels': 5})
+
+
 class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
 
   # {options: (graph, ops)} of _train_graph: the default options serve two

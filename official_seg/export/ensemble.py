@@ -45,7 +45,9 @@ class FoldEnsemble(tf.Module):
     decoded size; 'input_height' and 'input_width', its size in the input.
   - `serving_default`: 'semantic' int32 [B, max height, max width], the
     mean's arg max cut to each image's decoded size as the members cut
-    theirs (`signatures.labels_at_original_size`), 'height' and 'width'.
+    theirs (`signatures.labels_at_original_size`), 'height' and 'width',
+    and the mean's 'confidence' and 'entropy' maps, as the members'
+    (`signatures.uncertainty_outputs`).
   """
 
   def __init__(self, export_dirs):
@@ -70,9 +72,10 @@ class FoldEnsemble(tf.Module):
     semantic = tf.argmax(mean, axis=-1, output_type=tf.int32)
     inside = tf.stack([sizes['input_height'], sizes['input_width']], axis=1)
     original = tf.stack([sizes['height'], sizes['width']], axis=1)
-    return {'semantic': signatures.labels_at_original_size(
-                semantic, inside, original),
-            'height': sizes['height'], 'width': sizes['width']}
+    return dict({'semantic': signatures.labels_at_original_size(
+                     semantic, inside, original),
+                 'height': sizes['height'], 'width': sizes['width']},
+                **signatures.uncertainty_outputs(mean, inside, original))
 
 
 def export_ensemble(export_dirs, output_dir):

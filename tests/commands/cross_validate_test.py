@@ -91,6 +91,9 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
     for index, (height, width) in enumerate([(30, 37), (41, 26)]):
       self.assertAllEqual(labels['semantic'][index, :height, :width],
                           np.argmax(mean[index, :height, :width], axis=-1))
+      self.assertAllClose(labels['confidence'][index, :height, :width],
+                          np.max(mean[index, :height, :width], axis=-1),
+                          rtol=1e-6)
     self.assertAllEqual(np.unique(labels['semantic'][0, 30:]),
                         [signatures.PAD_LABEL])
     metadata = predictor.read_metadata(output)

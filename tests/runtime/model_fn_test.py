@@ -171,6 +171,36 @@ class PrecisionTest(testing_utils.TinyDataTestCase):
         model_fn_lib.estimator_model_fn(built.model_fn), config,
         {'use_tpu': False})
 
+  def test_float16_accumulated_steps_skip_nothing_and_count_updates(self):
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'float16.gin',
+        extra=['UpdateOptions.accumulation_steps = 2'])
+    config = run_config_lib.build_run_config(self.create_tempdir().full_path)
+    built = estimator_lib.build_estimator(config)
+    with tf.Graph().as_default() as graph:
+      spec = model_fn_lib.estimator_model_fn(built.model_fn)(
+          {'image': tf.zeros([2, 33, 33, 3])},
+          tf.zeros([2, 33, 33, 1], tf.int32), tf.estimator.ModeKeys.TRAIN,
+          {'use_tpu': False}, config)
+      convolutions = [op for op in graph.get_operations()
+                      if op.type == 'Conv2D']
+      self.assertTrue(convolutions)
+      self.assertTrue(all(op.get_attr('T') == tf.float16
+                          for op in convolutions))
+      global_step = tf.compat.v1.train.get_global_step()
+      scale, = [v for v in tf.compat.v1.global_variables()
+                if v.op.name == 'loss_scale/current_loss_scale']
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        steps = []
+        for _ in range(2):
+          session.run(spec.train_op)
+          steps.append(session.run(global_step))
+        self.assertEqual(steps, [0, 1])
+        self.assertEqual(session.run(scale), 2.0**15)
+    self.assertEqual(spec.loss.dtype, tf.float32)
+
 
 class _ReadVariable(tf.estimator.SessionRunHook):
   """Reads a variable's value once the session is created (and restored)."""

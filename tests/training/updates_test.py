@@ -72,7 +72,7 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
     for got, want in zip(unscaled16, grads32):
       self.assertGreater(np.abs(got - want).max(), 0.1 * np.abs(want).max())
 
-  def _overflow_graph(self, decay=None):
+  def _overflow_graph(self, decay=None, accumulation_steps=1):
     """Gradient descent (rate 0.5) on sum(w * x), float16's loss scale 8."""
     weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
     inputs = tf.compat.v1.placeholder(tf.float32, [2])
@@ -82,7 +82,8 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
     op, applied = optimizers.train_op(
         tf.compat.v1.train.GradientDescentOptimizer(0.5),
         tf.reduce_sum(weight * inputs), [weight], [], {}, _no_clip,
-        update=updates.Update(loss_scale=scale))
+        update=updates.Update(loss_scale=scale,
+                              accumulation_steps=accumulation_steps))
     op = averaging.apply_after(op, [weight], decay, applied)
     return weight, inputs, scale, op, applied
 
@@ -103,6 +104,25 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
         session.run(op, {inputs: [1.0, 3.0]})  # The second good step.
         self.assertAllEqual(session.run(weight), [0.0, -1.0])
         self.assertEqual(session.run((scale(), global_step)), (8.0, 2))
+
+  def test_one_overflowing_micro_batch_skips_its_whole_update(self):
+    with tf.Graph().as_default():
+      weight, inputs, scale, op, applied = self._overflow_graph(
+          accumulation_steps=2)
+      global_step = tf.compat.v1.train.get_global_step()
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        flags = [session.run((op, applied), {inputs: x})[1]
+                 for x in ([1e38, 0.0], [1.0, 3.0])]
+        self.assertEqual(flags, [False, False])
+        self.assertAllEqual(session.run(weight), [1.0, 2.0])
+        self.assertEqual(session.run((scale(), global_step)), (4.0, 0))
+        # The sums start afresh: the next update is of its own two batches.
+        for x in ([1.0, 3.0], [3.0, 1.0]):
+          session.run(op, {inputs: x})
+        self.assertAllEqual(session.run(weight), [0.0, 1.0])
+        self.assertEqual(session.run(global_step), 1)
 
   def test_the_scale_survives_a_checkpoint(self):
     path = self.create_tempdir().full_path + '/model.ckpt'

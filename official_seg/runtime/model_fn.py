@@ -199,6 +199,7 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   use_tpu = params.get('use_tpu', False)
   optimizer = components.optimizer(learning_rate, use_tpu=use_tpu)
   update = _update(options.precision, components.updates, use_tpu)
+  updates.check_checkpoint(model_dir, update.loss_scale)
   loss = tf.add_n(list(step.losses.values())) + losses.regularization_loss(
       [model])
   scalars = {'loss/total': loss, 'learning_rate': learning_rate}

@@ -69,6 +69,30 @@ def dynamic_loss_scale(options):
         increment_period=options.loss_scale_growth_steps, multiplier=2.0)
 
 
+def check_checkpoint(model_dir, loss_scale):
+  """Fails clearly when float16 would resume a run trained without it.
+
+  Args:
+    model_dir: str; its latest checkpoint, if any, is checked.
+    loss_scale: the run's `dynamic_loss_scale`, or None (nothing checked).
+
+  Raises:
+    validation.ConfigurationError: the checkpoint has no loss scale.
+  """
+  latest = loss_scale and tf.train.latest_checkpoint(model_dir)
+  if not latest:
+    return
+  # The scale's read op takes the variable's handle, named as its key.
+  name = loss_scale().op.inputs[0].op.name
+  keys = tf.train.load_checkpoint(latest).get_variable_to_shape_map()
+  if name not in keys:
+    raise validation.ConfigurationError(
+        "ModelFnOptions.precision='mixed_float16' but the checkpoint "
+        f'{latest} has no loss scale ({name}): it was trained in another '
+        'precision. Train into a new --model_dir (with INIT_CHECKPOINT set '
+        'to it to start from its weights), or keep its precision.')
+
+
 @dataclasses.dataclass
 class Update:
   """The update of one training step, handed to `optimizers.train_op`.

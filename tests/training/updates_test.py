@@ -138,12 +138,30 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
         session.run(op, {inputs: [1e38, 0.0]})
         session.run(op, {inputs: [1.0, 1.0]})
         saver.save(session, path)
+      updates.check_checkpoint(path.rsplit('/', 1)[0], scale)  # Resumable.
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         self.assertEqual(session.run(scale()), 8.0)
         saver.restore(session, path)
         self.assertEqual(session.run(scale()), 4.0)
         self.assertEqual(session.run(variables[1]), 1)
+
+  def test_resuming_a_checkpoint_without_a_scale_names_the_binding(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      tf.compat.v1.get_variable('w', initializer=1.0)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        tf.compat.v1.train.Saver().save(session, model_dir + '/model.ckpt')
+    with tf.Graph().as_default():
+      scale = updates.dynamic_loss_scale(updates.UpdateOptions())
+      updates.check_checkpoint(self.create_tempdir().full_path, scale)
+      updates.check_checkpoint(model_dir, None)
+      with self.assertRaisesRegex(
+          validation.ConfigurationError,
+          r"precision='mixed_float16' but the checkpoint .*model.ckpt has no "
+          r'loss scale \(loss_scale/current_loss_scale\)'):
+        updates.check_checkpoint(model_dir, scale)
 
   def test_averages_do_not_move_on_a_skipped_step(self):
     decay = 0.5

@@ -198,7 +198,8 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   learning_rate = components.learning_rate(global_step)
   use_tpu = params.get('use_tpu', False)
   optimizer = components.optimizer(learning_rate, use_tpu=use_tpu)
-  update = _update(options.precision, components.updates, use_tpu)
+  update = updates.build_update(components.updates, options.precision,
+                               use_tpu)
   updates.check_checkpoint(model_dir, update.loss_scale)
   loss = tf.add_n(list(step.losses.values())) + losses.regularization_loss(
       [model])
@@ -228,15 +229,6 @@ def _train_spec(model, features, labels, step, params, config, dataset,
                           scaffold_fn=warm_start.warm_start(
                               model, model_dir,
                               last_layers=options.last_layers))
-
-
-def _update(precision, update_options, use_tpu):
-  """The step's `updates.Update`: float16's loss scale, accumulation."""
-  updates.check_platform(update_options, precision, use_tpu)
-  loss_scale = (updates.dynamic_loss_scale(update_options)
-                if precision == 'mixed_float16' else None)
-  return updates.Update(loss_scale=loss_scale,
-                        accumulation_steps=update_options.accumulation_steps)
 
 
 def _cam_attention_dim(options, mode):

@@ -69,6 +69,27 @@ def dynamic_loss_scale(options):
         increment_period=options.loss_scale_growth_steps, multiplier=2.0)
 
 
+def build_update(options, precision, use_tpu):
+  """The training step's `Update`: float16's loss scale, accumulation.
+
+  Args:
+    options: an `UpdateOptions`.
+    precision: str, `ModelFnOptions.precision`.
+    use_tpu: bool, the step runs on a TPU.
+
+  Returns:
+    An `Update`, with a new `dynamic_loss_scale` for 'mixed_float16'.
+
+  Raises:
+    validation.ConfigurationError: see `check_platform`.
+  """
+  check_platform(options, precision, use_tpu)
+  loss_scale = (dynamic_loss_scale(options)
+                if precision == 'mixed_float16' else None)
+  return Update(loss_scale=loss_scale,
+                accumulation_steps=options.accumulation_steps)
+
+
 def check_checkpoint(model_dir, loss_scale):
   """Fails clearly when float16 would resume a run trained without it.
 

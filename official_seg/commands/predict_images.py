@@ -9,9 +9,14 @@
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
 For each image <stem> it writes labels/<stem>.png (class ids, one channel),
-colored/<stem>.png and overlay/<stem>.png; with --label_dir also the table of
-per-class IoU, Dice/F1, precision, recall and Boundary IoU with their means,
-metrics.json, confusion_matrix.png, per_class_iou.png and
+colored/<stem>.png and overlay/<stem>.png; with a SavedModel also
+confidence/<stem>.npy (each pixel's top probability) and entropy/<stem>.npy
+(of its probabilities, in nats), float32 at the image's size, after the
+export's fitted temperature (fit_temperature) when it has one. With
+--label_dir (class-id PNGs, or colour masks in the export's palette or
+--palette) also the table of per-class IoU, Dice/F1, precision, recall and
+Boundary IoU with their means, metrics.json (with the expected calibration
+error of the confidence maps), confusion_matrix.png, per_class_iou.png and
 per_class_scores.png.
 """
 
@@ -22,15 +27,18 @@ import sys
 
 from absl import app
 from absl import flags
+import numpy as np
 import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import validation
-from official_seg.data import encode
 from official_seg.data import layouts
 from official_seg.data import palettes
 from official_seg.data import storage
+from official_seg.datasets import colour_masks
+from official_seg.datasets import shipped_masks
 from official_seg.evaluation import boundary
+from official_seg.evaluation import calibration
 from official_seg.evaluation import results
 from official_seg.evaluation import tally
 from official_seg.evaluation import visualize
@@ -59,8 +67,12 @@ flags.DEFINE_integer('boundary_tolerance', boundary.DEFAULT_TOLERANCE,
                      'ModelFnOptions.boundary_tolerance).', lower_bound=1,
                      flag_values=FLAGS)
 flags.DEFINE_enum('palette', None, list(palettes.PALETTE_NAMES),
-                  'Colours; default the palette of the export\'s dataset, '
-                  'else pascal_voc.', flag_values=FLAGS)
+                  'Colours of the pictures and of colour-mask labels; '
+                  'default the palette of the export\'s dataset, else '
+                  'pascal_voc.', flag_values=FLAGS)
+flags.DEFINE_bool('unknown_colours_to_ignore', False,
+                  'With colour-mask labels: colours of no class are '
+                  'ignored instead of an error.', flag_values=FLAGS)
 flags.DEFINE_float('alpha', 0.5, 'Weight of the label colours in overlays.',
                    flag_values=FLAGS)
 flags.DEFINE_bool('cityscapes_label_ids', False, 'Also write label_ids/'
@@ -119,12 +131,7 @@ def check_paths():
       flag and the path.
   """
   if FLAGS.saved_model:
-    storage.check_input('--saved_model', FLAGS.saved_model, folder=True)
-    if not tf.saved_model.contains_saved_model(FLAGS.saved_model):
-      raise validation.MissingFileError(
-          f'--saved_model={FLAGS.saved_model} holds no SavedModel '
-          '(saved_model.pb); give an export folder, '
-          '<model_dir>/export/<timestamp>/.')
+    predictor.check_saved_model('--saved_model', FLAGS.saved_model)
   if FLAGS.model_dir:
     storage.check_input('--model_dir', FLAGS.model_dir, folder=True)
   if FLAGS.tflite:
@@ -173,9 +180,17 @@ def _tally(metadata):
                      FLAGS.boundary_tolerance)
 
 
-def _report(scored, global_step):
-  """Prints the table and saves metrics.json and the three charts."""
+def _report(scored, global_step, counts, temperature=None):
+  """Prints the table and saves metrics.json and the three charts.
+
+  `counts` are the confidence bins' (`_predict_all`); with any, the record
+  holds the expected calibration error and the temperature (None: none).
+  """
   record = scored.record(global_step)
+  if counts.any():
+    record['expected_calibration_error'] = (
+        calibration.expected_calibration_error(counts))
+    record['temperature'] = temperature
   print(results.format_table(record))
   results.warn_never_predicted(record)
   confusion = scored.confusion
@@ -193,19 +208,58 @@ def _report(scored, global_step):
   return record
 
 
+def _write_maps(stem, outputs):
+  """Writes the confidence and entropy maps a SavedModel gives, as .npy."""
+  for kind in ('confidence', 'entropy'):
+    if kind in outputs:
+      os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
+      np.save(os.path.join(FLAGS.output_dir, kind, stem + '.npy'),
+              outputs[kind].astype(np.float32))
+
+
+def _predict_one(model, encoded, path):
+  """The outputs of one image: 'semantic', and the maps a SavedModel gives."""
+  if isinstance(model, predictor.Predictor):
+    return model.outputs(encoded, name=path)
+  return {'semantic': model(encoded, name=path)}
+
+
+def _score(scored, outputs, label_path, colours):
+  """Adds one image to `scored`; returns its ECE counts (0 without maps)."""
+  truth = colour_masks.read_colour_label(
+      label_path, colours, FLAGS.unknown_colours_to_ignore)
+  scored.add(truth, outputs['semantic'])
+  if 'confidence' not in outputs:
+    return 0.0
+  return calibration.confidence_bin_counts(
+      outputs['confidence'], outputs['semantic'], truth, scored.ignore_label)
+
+
 def _predict_all(model, stems, palette, scored, label_paths):
-  """Predicts and writes every image; scores it into `scored` if given."""
+  """Predicts and writes every image; scores it into `scored` if given.
+
+  Returns:
+    float64 [bins, 3], the `calibration.confidence_bin_counts` of the
+    scored images' confidence maps (zeros without).
+  """
   progress = tf.keras.utils.Progbar(len(stems), unit_name='image')
+  colours = shipped_masks.colours_of_classes(
+      FLAGS.palette or model.metadata.get('palette'),
+      model.metadata['class_names'],
+      model.metadata['ignore_label']) if scored else None
+  counts = np.zeros([calibration.NUM_BINS, 3])
   for index, (stem, path) in enumerate(stems.items()):
     with open(path, 'rb') as f:
       encoded = f.read()
-    labels = model(encoded, name=path)
+    outputs = _predict_one(model, encoded, path)
     image = tf.io.decode_image(encoded, channels=3,
                                expand_animations=False).numpy()
-    _write_outputs(stem, image, labels, palette)
+    _write_outputs(stem, image, outputs['semantic'], palette)
+    _write_maps(stem, outputs)
     if scored:
-      scored.add(encode.read_label(label_paths[stem]), labels)
+      counts = counts + _score(scored, outputs, label_paths[stem], colours)
     progress.update(index + 1)
+  return counts
 
 
 def _load_model():
@@ -240,9 +294,12 @@ def _main(argv):
   for kind in kinds:
     os.makedirs(os.path.join(FLAGS.output_dir, kind), exist_ok=True)
   print(f'Predicting {len(stems)} images with {source}')
-  _predict_all(model, stems, palette, scored, label_paths)
+  counts = _predict_all(model, stems, palette, scored, label_paths)
   if scored:
-    _report(scored, model.global_step)
+    _report(scored, model.global_step, counts,
+            getattr(model, 'temperature', None))
+  kinds += [kind for kind in ('confidence', 'entropy')
+            if os.path.isdir(os.path.join(FLAGS.output_dir, kind))]
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
 
 

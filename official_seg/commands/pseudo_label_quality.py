@@ -18,18 +18,14 @@ import os
 import sys
 
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.data import dataset_info
-from official_seg.data import input_fn as input_lib
 from official_seg.data import storage
-from official_seg.data import tfexample
 from official_seg.export import predictor
-from official_seg.export import tflite_runner
 from official_seg.runtime import estimator
 from official_seg.semi_supervised import pseudo_label_quality as quality
 
@@ -72,45 +68,6 @@ def _saved_model_dir(path):
   return predictor.find_saved_model(path)
 
 
-def examples(data_dir, split, limit=None):
-  """The split's encoded images and decoded labels, in shard order.
-
-  Yields:
-    (encoded image bytes, label uint8 [h, w]).
-
-  Raises:
-    validation.MissingFileError: the split has no shards.
-  """
-  decoder = tfexample.Decoder()
-  records = tf.data.TFRecordDataset(input_lib.list_shards(data_dir, split))
-  records = records.map(lambda serialized: (
-      decoder.encoded(serialized)[0], decoder.decode_label(serialized)))
-  for encoded, label in records.take(-1 if limit is None else limit):
-    yield encoded.numpy(), label.numpy()[..., 0]
-
-
-def probabilities_at_decoded_size(padded, original_size, resize_range):
-  """An image's probabilities cut from the padded output, at its size.
-
-  Args:
-    padded: float [H, W, C], the probabilities signature's output.
-    original_size: (height, width) of the decoded image.
-    resize_range: the eval parser's; the image sits in the top-left corner
-      at the size it resizes to (see `tflite_runner.fitted_size`).
-
-  Returns:
-    float32 [height, width, C]; resized back with nearest neighbours and
-    aligned corners when the parser resized, as the served labels are.
-  """
-  size = tflite_runner.fitted_size(original_size, (np.inf, np.inf),
-                                   resize_range)
-  cut = padded[None, :size[0], :size[1]]
-  if size != tuple(original_size):
-    cut = tf.compat.v1.image.resize_nearest_neighbor(
-        cut, original_size, align_corners=True)
-  return np.asarray(cut[0], np.float32)
-
-
 def _main(argv):
   """Measures the pseudo labels; a path or setting it cannot use is a
   ConfigurationError."""
@@ -130,8 +87,9 @@ def _main(argv):
                                      dataset.ignore_label)
   print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '
         f'{dataset.data_dir} split {split!r}')
-  for encoded, label in examples(dataset.data_dir, split, FLAGS.max_images):
-    counts.add(probabilities_at_decoded_size(
+  for encoded, label in predictor.split_examples(dataset.data_dir, split,
+                                                FLAGS.max_images):
+    counts.add(predictor.probabilities_at_decoded_size(
         model.probabilities(encoded), label.shape, resize_range), label)
   found = quality.record(counts, dataset.class_names)
   found.update(saved_model=export_dir, global_step=model.global_step)

@@ -40,3 +40,37 @@ def mask_colours(name, info):
       f'palette {name!r}', info.class_names,
       palettes.get_palette(name)[:info.num_classes], info.ignore_label, name,
       _MASK_IGNORE_COLOURS.get(name, ()), shared_colours='first')
+
+
+class _Classes:
+  """Class facts as a `DatasetInfo` names them."""
+
+  def __init__(self, class_names, ignore_label):
+    self.class_names = tuple(class_names)
+    self.num_classes = len(self.class_names)
+    self.ignore_label = ignore_label
+
+
+def colours_of_classes(palette, class_names, ignore_label):
+  """What the colours of colour masks stand for, given a dataset's classes.
+
+  Args:
+    palette: a `DatasetInfo.palette` value (None, a name, or a list of
+      [r, g, b]), e.g. an export's.
+    class_names: N str, class i the i-th.
+    ignore_label: int.
+
+  Returns:
+    A `colour_masks.ColourMap`: `mask_colours` of a shipped palette's name,
+    with the colours its masks give pixels of no class; else class i has
+    the i-th colour of `palettes.resolve(palette)`.
+
+  Raises:
+    validation.ConfigurationError: `palette` is not a list of colours.
+  """
+  if isinstance(palette, str) and palette in palettes.PALETTE_NAMES:
+    return mask_colours(palette, _Classes(class_names, ignore_label))
+  colours = palettes.resolve(palette)[:len(class_names)]
+  return colour_masks.colour_map(
+      'the palette of the model\'s classes', class_names, colours,
+      ignore_label, palette, shared_colours='first')

@@ -3,11 +3,13 @@
 import functools
 
 from official_seg.evaluation import boundary
+from official_seg.evaluation import calibration
 from official_seg.evaluation import eval_summaries
 from official_seg.evaluation import metrics
 
 
-def eval_metrics(features, labels, predictions, dataset, boundary_tolerance):
+def eval_metrics(features, labels, predictions, dataset, boundary_tolerance,
+                 probabilities=None):
   """TPUEstimatorSpec's `eval_metrics` of an evaluation batch.
 
   The device computes per-example counts (confusion matrices, contour-band
@@ -22,6 +24,8 @@ def eval_metrics(features, labels, predictions, dataset, boundary_tolerance):
     predictions: int32 [B, H, W].
     dataset: the `DatasetInfo` (classes, names, ignore label, palette).
     boundary_tolerance: int >= 1, the contour band's width in pixels.
+    probabilities: optional float [B, H, W, C]; with them, the metrics hold
+      the expected calibration error of their top probabilities.
 
   Returns:
     (metric_fn, dict of its tensors).
@@ -37,14 +41,23 @@ def eval_metrics(features, labels, predictions, dataset, boundary_tolerance):
   if features['image'].shape[1:3].is_fully_defined():
     pictures = eval_summaries.eval_pictures(features['image'], labels,
                                             predictions, dataset)
+  if probabilities is not None:
+    pictures[_CALIBRATION] = calibration.batch_bin_counts(
+        probabilities, labels, dataset.ignore_label)
   metric_fn = functools.partial(_metric_fn,
                                 class_names=list(dataset.class_names))
   return metric_fn, dict(pictures, confusion=confusion,
                          boundary_counts=bands, valid=features['valid'])
 
 
+# The metric_fn argument of the confidence-bin counts.
+_CALIBRATION = 'calibration_counts'
+
+
 def _metric_fn(confusion, boundary_counts, valid, class_names, **pictures):
-  """The metrics of `metrics.metric_fn` and the validation pictures."""
+  """The metrics of `metrics.metric_fn`, the ECE and the validation pictures."""
   result = metrics.metric_fn(confusion, boundary_counts, valid, class_names)
+  if _CALIBRATION in pictures:
+    result.update(metrics.calibration_metric(pictures.pop(_CALIBRATION)))
   result.update(eval_summaries.picture_metrics(pictures, valid))
   return result

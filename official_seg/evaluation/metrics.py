@@ -7,6 +7,8 @@ from official_seg.evaluation import boundary
 from official_seg.evaluation import scores
 
 CONFUSION_MATRIX = 'confusion_matrix'
+# Of the top probability in 15 equal-width bins (`calibration`), at T = 1.
+EXPECTED_CALIBRATION_ERROR = 'expected_calibration_error'
 # The per-class scores of an evaluation, each with its mean over classes.
 SCORES = scores.CONFUSION_SCORES + ('boundary_iou',)
 # The scores of all classes at once: those means, and two more.
@@ -212,6 +214,25 @@ def metric_fn(confusion, boundary_counts, valid, class_names):
   metrics[CONFUSION_MATRIX] = (tf.compat.v1.summary.tensor_summary(
       CONFUSION_MATRIX, total, collections=[]), update_cm)
   return metrics
+
+
+def calibration_metric(counts):
+  """The streaming expected calibration error of confidence-bin counts.
+
+  Args:
+    counts: float [B, M, 3] of `calibration.batch_bin_counts`: per bin,
+      labelled pixels, their summed confidence and pixels predicted right.
+
+  Returns:
+    {EXPECTED_CALIBRATION_ERROR: (value, update_op)}; the value is
+    sum over bins |hits - summed confidence| / pixels, 0 with none.
+  """
+  total, update = _accumulated('total_calibration_counts', counts,
+                               counts.shape[1:])
+  error = tf.math.divide_no_nan(
+      tf.reduce_sum(tf.abs(total[:, 2] - total[:, 1])),
+      tf.reduce_sum(total[:, 0]))
+  return {EXPECTED_CALIBRATION_ERROR: (error, update)}
 
 
 def confusion_from_summary(serialized):

@@ -55,8 +55,8 @@ def make_record(eval_result, checkpoint_path, class_names=None):
       'loss', 'num_images', 'confusion_matrix', each name of
       `metrics.OVERALL` and '<score>/<class>' of each score of
       `metrics.SCORES`; optionally 'weights': which weights were scored,
-      'raw' (the default) or 'moving_average', and 'boundary_tolerance',
-      the pixels of the contour bands.
+      'raw' (the default) or 'moving_average', 'boundary_tolerance',
+      the pixels of the contour bands, and 'expected_calibration_error'.
     checkpoint_path: str, the checkpoint that was evaluated.
     class_names: optional list fixing the order of the per-class scores;
       default the order of `eval_result`.
@@ -77,7 +77,16 @@ def make_record(eval_result, checkpoint_path, class_names=None):
       loss=_number(eval_result['loss']),
       weights=eval_result.get('weights', 'raw'),
       boundary_tolerance=eval_result.get('boundary_tolerance'),
-      never_predicted=scores.never_predicted(confusion, names))
+      never_predicted=scores.never_predicted(confusion, names),
+      **_calibration(eval_result))
+
+
+def _calibration(eval_result):
+  """{'expected_calibration_error': value} of a result that has it, else {}."""
+  if metrics.EXPECTED_CALIBRATION_ERROR not in eval_result:
+    return {}
+  return {metrics.EXPECTED_CALIBRATION_ERROR: _number(
+      eval_result[metrics.EXPECTED_CALIBRATION_ERROR])}
 
 
 def record_from_confusion(confusion, boundary_counts, class_names,
@@ -219,7 +228,18 @@ def format_table(record):
   if record.get('boundary_tolerance'):
     rows.append(f'Boundary IoU over the pixels at most '
                 f'{record["boundary_tolerance"]} px from a contour.')
+  if record.get(metrics.EXPECTED_CALIBRATION_ERROR) is not None:
+    rows.append(_calibration_row(record))
   return '\n'.join(rows)
+
+
+def _calibration_row(record):
+  """The ECE line: of 15 confidence bins, after the record's temperature."""
+  scaled = (f', temperature {record["temperature"]:.4f}'
+            if record.get('temperature') else '')
+  return (f'expected calibration error '
+          f'{record[metrics.EXPECTED_CALIBRATION_ERROR]:.4f} (15 confidence '
+          f'bins{scaled})')
 
 
 def warn_never_predicted(record):

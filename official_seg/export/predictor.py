@@ -4,12 +4,21 @@ import glob
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import input_fn as input_lib
 from official_seg.data import layouts
+from official_seg.data import storage
+from official_seg.data import tfexample
+from official_seg.evaluation import calibration
 from official_seg.export import saved_model
 from official_seg.export import signatures
+from official_seg.export import tflite_runner
+
+# Written beside the SavedModel's metadata by the fit_temperature command.
+TEMPERATURE_FILE = 'temperature.json'
 
 
 def find_saved_model(model_dir):
@@ -34,6 +43,20 @@ def find_saved_model(model_dir):
   return max(found, key=lambda path: int(os.path.basename(path)))
 
 
+def check_saved_model(flag, path):
+  """Checks that a flag's `path` is a SavedModel folder.
+
+  Raises:
+    validation.ConfigurationError: no such folder, a file, or a folder
+      without saved_model.pb; the message names the flag and the path.
+  """
+  storage.check_input(flag, path, folder=True)
+  if not tf.saved_model.contains_saved_model(path):
+    raise validation.MissingFileError(
+        f'{flag}={path} holds no SavedModel (saved_model.pb); give an export '
+        'folder, <model_dir>/export/<timestamp>/.')
+
+
 def read_metadata(saved_model_dir):
   """The export's assets.extra/segmentation.json, or None when missing."""
   path = os.path.join(saved_model_dir, 'assets.extra',
@@ -44,6 +67,20 @@ def read_metadata(saved_model_dir):
     return json.load(f)
 
 
+def temperature_path(saved_model_dir):
+  """The export's assets.extra/temperature.json (see fit_temperature)."""
+  return os.path.join(saved_model_dir, 'assets.extra', TEMPERATURE_FILE)
+
+
+def read_temperature(saved_model_dir):
+  """The export's fitted temperature, or None when it has none."""
+  path = temperature_path(saved_model_dir)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return float(json.load(f)['temperature'])
+
+
 class Predictor:
   """Label maps of encoded images from a SavedModel's serving_default."""
 
@@ -52,6 +89,7 @@ class Predictor:
     self._model = tf.saved_model.load(saved_model_dir)
     self._serve = self._model.signatures[signatures.SERVING_DEFAULT]
     self.metadata = read_metadata(saved_model_dir)
+    self.temperature = read_temperature(saved_model_dir)
 
   @property
   def global_step(self):
@@ -99,6 +137,24 @@ class Predictor:
         the image (not a JPEG or PNG image, larger than a quantized model
         serves); names `name`. Any other failure keeps its traceback.
     """
+    return self.outputs(encoded, name)['semantic']
+
+  def outputs(self, encoded, name='input'):
+    """Predicts one image: its labels and, where known, how sure they are.
+
+    Args:
+      encoded: bytes, a JPEG or PNG image.
+      name: str, the image's name for error messages, e.g. its path.
+
+    Returns:
+      dict of arrays at the image's size: 'semantic' int32 [H, W] class
+      ids; 'confidence' (top probability) and 'entropy' (nats) float32
+      [H, W] from exports that serve them, of the probabilities divided by
+      the export's fitted temperature when it has one (`temperature`).
+
+    Raises:
+      validation.ConfigurationError: as `__call__`.
+    """
     try:
       outputs = self._serve(**{signatures.INPUT_KEY: tf.constant([encoded])})
     except tf.errors.InvalidArgumentError as error:
@@ -108,7 +164,60 @@ class Predictor:
         raise
       raise validation.ConfigurationError(f'{name}: {detail}') from error
     height, width = int(outputs['height'][0]), int(outputs['width'][0])
-    return outputs['semantic'][0, :height, :width].numpy()
+    found = {key: outputs[key][0, :height, :width].numpy()
+             for key in ('semantic', 'confidence', 'entropy')
+             if key in outputs}
+    if self.temperature is not None:
+      found.update(self._tempered_maps(encoded, (height, width)))
+    return found
+
+  def _tempered_maps(self, encoded, size):
+    """Confidence and entropy of softmax(log p / T) at the decoded size."""
+    probabilities = calibration.tempered(
+        probabilities_at_decoded_size(self.probabilities(encoded), size,
+                                      self.resize_range),
+        self.temperature)
+    return {'confidence': calibration.confidence(probabilities).numpy(),
+            'entropy': calibration.entropy(probabilities).numpy()}
+
+
+def probabilities_at_decoded_size(padded, original_size, resize_range):
+  """An image's probabilities cut from the padded output, at its size.
+
+  Args:
+    padded: float [H, W, C], the probabilities signature's output.
+    original_size: (height, width) of the decoded image.
+    resize_range: the eval parser's; the image sits in the top-left corner
+      at the size it resizes to (see `tflite_runner.fitted_size`).
+
+  Returns:
+    float32 [height, width, C]; resized back with nearest neighbours and
+    aligned corners when the parser resized, as the served labels are.
+  """
+  size = tflite_runner.fitted_size(original_size, (np.inf, np.inf),
+                                   resize_range or (None, None, None))
+  cut = padded[None, :size[0], :size[1]]
+  if size != tuple(original_size):
+    cut = tf.compat.v1.image.resize_nearest_neighbor(
+        cut, original_size, align_corners=True)
+  return np.asarray(cut[0], np.float32)
+
+
+def split_examples(data_dir, split, limit=None):
+  """A split's encoded images and decoded labels, in shard order.
+
+  Yields:
+    (encoded image bytes, label uint8 [h, w]).
+
+  Raises:
+    validation.MissingFileError: the split has no shards.
+  """
+  decoder = tfexample.Decoder()
+  records = tf.data.TFRecordDataset(input_lib.list_shards(data_dir, split))
+  records = records.map(lambda serialized: (
+      decoder.encoded(serialized)[0], decoder.decode_label(serialized)))
+  for encoded, label in records.take(-1 if limit is None else limit):
+    yield encoded.numpy(), label.numpy()[..., 0]
 
 
 def list_images(pattern):

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from official_seg.evaluation import calibration
+
 # The one input of every signature.
 INPUT_KEY = 'images'
 # Estimator names a signature after its export output key, and the
@@ -17,6 +19,11 @@ IMAGE_TENSOR_PROBABILITIES = f'{IMAGE_TENSOR}:{PROBABILITIES}'
 # Features only the serving receiver gives: each image's decoded size.
 ORIGINAL_HEIGHT = 'original_height'
 ORIGINAL_WIDTH = 'original_width'
+# The `PROBABILITIES` outputs that place each image in the batch: its decoded
+# size, and its size inside the model input (the same unless the eval Parser
+# resizes); with them the label maps of `SERVING_DEFAULT` can be cut from
+# probabilities computed elsewhere (an ensemble's mean).
+SIZE_OUTPUTS = ('height', 'width', 'input_height', 'input_width')
 # The label of pixels beyond an image in the batch's label maps.
 PAD_LABEL = -1
 
@@ -34,21 +41,31 @@ def labels_at_original_size(semantic, sizes, original_sizes):
     int32 [B, max height, max width] over `original_sizes`: image i's class
     ids at its decoded size in the top-left corner, `PAD_LABEL` beyond it.
   """
+  return _at_original_size(semantic, sizes, original_sizes, PAD_LABEL)
+
+
+def maps_at_original_size(maps, sizes, original_sizes):
+  """`labels_at_original_size` of float maps (confidence), padded with 0."""
+  return _at_original_size(maps, sizes, original_sizes, 0.0)
+
+
+def _at_original_size(maps, sizes, original_sizes, pad_value):
+  """Per-pixel maps [B, H, W] cut and resized back, padded with `pad_value`."""
   max_size = tf.reduce_max(original_sizes, axis=0)
 
   def one_image(args):
-    labels, size, original = args
-    labels = labels[:size[0], :size[1], None]
+    values, size, original = args
+    values = values[:size[0], :size[1], None]
     # DeepLab's export resizes labels back with nearest neighbours and
     # aligned corners; at the same size this is the identity.
-    labels = tf.compat.v1.image.resize_nearest_neighbor(
-        labels[None], original, align_corners=True)[0, :, :, 0]
+    values = tf.compat.v1.image.resize_nearest_neighbor(
+        values[None], original, align_corners=True)[0, :, :, 0]
     padding = tf.stack([[0, max_size[0] - original[0]],
                         [0, max_size[1] - original[1]]])
-    return tf.pad(labels, padding, constant_values=PAD_LABEL)
+    return tf.pad(values, padding, constant_values=pad_value)
 
-  return tf.map_fn(one_image, (semantic, sizes, original_sizes),
-                   fn_output_signature=tf.int32)
+  return tf.map_fn(one_image, (maps, sizes, original_sizes),
+                   fn_output_signature=maps.dtype)
 
 
 def export_outputs(predictions, logits, features):
@@ -57,11 +74,15 @@ def export_outputs(predictions, logits, features):
   Outputs (B images, model input [B, H, W, 3], C classes):
   - `SERVING_DEFAULT`: 'semantic' int32 [B, max height, max width] (see
     `labels_at_original_size`), 'height' and 'width' int32 [B], each image's
-    decoded size.
+    decoded size; 'confidence' (the top probability) and 'entropy' (of the
+    probabilities, in nats) float32 [B, max height, max width], 0 beyond
+    each image (`uncertainty_outputs`).
   - `PROBABILITIES`: 'logits' float32 [B, H, W, C] of the single-scale pass,
     bilinearly resized to the input (with sliding windows, the log of the
-    blended probabilities), and 'probabilities' float32 [B, H, W, C],
-    averaged over the gin-bound scales and flips (and blended windows).
+    blended probabilities), 'probabilities' float32 [B, H, W, C],
+    averaged over the gin-bound scales and flips (and blended windows), and
+    `SIZE_OUTPUTS`, int32 [B]: 'height' and 'width' as above,
+    'input_height' and 'input_width' each image's size inside the input.
 
   Args:
     predictions: the PREDICT spec's dict with 'semantic' int32 [B, H, W] and
@@ -83,13 +104,35 @@ def export_outputs(predictions, logits, features):
   labels = labels_at_original_size(predictions['semantic'], sizes,
                                    original_sizes)
   return {
-      SERVING_DEFAULT: tf.estimator.export.PredictOutput({
+      SERVING_DEFAULT: tf.estimator.export.PredictOutput(dict({
           'semantic': labels,
           'height': features[ORIGINAL_HEIGHT],
           'width': features[ORIGINAL_WIDTH],
-      }),
+      }, **uncertainty_outputs(predictions['probabilities'], sizes,
+                               original_sizes))),
       PROBABILITIES: tf.estimator.export.PredictOutput({
           'logits': logits,
           'probabilities': predictions['probabilities'],
+          'height': features[ORIGINAL_HEIGHT],
+          'width': features[ORIGINAL_WIDTH],
+          'input_height': features['height'],
+          'input_width': features['width'],
       }),
   }
+
+
+def uncertainty_outputs(probabilities, sizes, original_sizes):
+  """'confidence' and 'entropy' (nats) of each pixel, at each decoded size.
+
+  Args:
+    probabilities: float32 [B, H, W, C] of the padded model input.
+    sizes: int32 [B, 2], each image's size inside the model input.
+    original_sizes: int32 [B, 2], each decoded image's size.
+
+  Returns:
+    dict of float32 [B, max height, max width] (`maps_at_original_size`).
+  """
+  return {name: maps_at_original_size(fn(probabilities), sizes,
+                                      original_sizes)
+          for name, fn in (('confidence', calibration.confidence),
+                           ('entropy', calibration.entropy))}

@@ -13,6 +13,7 @@ from official_seg.data import split_metadata
 from official_seg.runtime import cluster
 from official_seg.runtime import config_checks
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import memory
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.runtime import tpu_estimator
 
@@ -146,11 +147,13 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
   The model_fn and input_fn are the ones both estimators wrap, so the graph
   is built in the run's precision on the training step's own input (with the
   unlabeled stream in semi-supervised training). One step warms up;
-  `timed_steps` more are timed.
+  `timed_steps` more are timed. The process's peak resident size is taken
+  over all of them (`memory.PeakMeter`), from a start after the variables
+  are initialized.
 
   Returns:
     (trainable parameter count, shape of the images it was built on,
-    seconds per training step on this machine).
+    seconds per training step on this machine, the report's memory line).
   """
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
@@ -160,16 +163,21 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
                           params, config)
     count = sum(int(np.prod(v.shape)) for v in
                 tf.compat.v1.trainable_variables())
+    held = memory.variable_bytes((v.shape, v.dtype.base_dtype.size)
+                                 for v in tf.compat.v1.global_variables() +
+                                 tf.compat.v1.local_variables())
     with tf.compat.v1.Session() as session:
       session.run([tf.compat.v1.global_variables_initializer(),
                    tf.compat.v1.local_variables_initializer()])
-      # A real batch through the pipeline proves decoding and parsing.
-      images, _ = session.run([features['image'], spec.train_op])
-      start = time.perf_counter()
-      for _ in range(timed_steps):
-        session.run(spec.train_op)
-      seconds = (time.perf_counter() - start) / timed_steps
-  return count, images.shape, seconds
+      with memory.PeakMeter() as meter:
+        # A real batch through the pipeline proves decoding and parsing.
+        images, _ = session.run([features['image'], spec.train_op])
+        start = time.perf_counter()
+        for _ in range(timed_steps):
+          session.run(spec.train_op)
+        seconds = (time.perf_counter() - start) / timed_steps
+  return count, images.shape, seconds, memory.report_line(meter, held,
+                                                          train_batch)
 
 
 def _metadata(dataset, lines):
@@ -224,8 +232,8 @@ def run(model_dir, train_steps):
   splits' metadata against the configuration (computing it, with a
   progress bar, for shards written without one), builds the estimator
   (which checks the batch split), runs the model_fn's training step on real
-  batches to count the parameters and time a step, and says what the run
-  will do. Nothing is written and no TPU or cluster task is contacted.
+  batches to count the parameters, time a step and measure its peak memory,
+  and says what the run will do. Nothing is written and no TPU or cluster task is contacted.
 
   Args:
     model_dir: str, the run's model dir (only read).
@@ -261,10 +269,11 @@ def run(model_dir, train_steps):
   lines.append(_batch_line('build_estimator.eval_batch_size',
                            built.eval_batch_size,
                            replicas if tpu_platform else 1))
-  count, shape, seconds = _count_and_time(
+  count, shape, seconds, memory_line = _count_and_time(
       built, config, train_batch // replicas if replicas else train_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
+  lines.append(memory_line)
   micro_batches = built.components.updates.accumulation_steps
   if micro_batches > 1:
     lines.append(update_line(train_batch, replicas, micro_batches))

@@ -6,6 +6,7 @@ parsing a dataset file loads the data package alone, and no caller has to
 import modules for their side effects first.
 """
 
+import contextlib
 import copy
 import dataclasses
 import difflib
@@ -90,6 +91,25 @@ def parse(gin_files, gin_params, finalize=True):
     if not _raised_by_gin(error):
       raise
     raise validation.ConfigurationError(str(error)) from error
+
+
+@contextlib.contextmanager
+def parsed_alone(gin_files, gin_params):
+  """Parses a config from a clean state for the block, and clears it after.
+
+  For a process that runs several experiments in turn (cross-validation):
+  each starts from nothing another left behind.
+
+  Args:
+    gin_files: list of paths; see `parse`.
+    gin_params: list of binding strings.
+  """
+  gin.clear_config()
+  try:
+    parse(gin_files, gin_params)
+    yield
+  finally:
+    gin.clear_config()
 
 
 _GIN_DIR = os.path.dirname(os.path.abspath(gin.__file__))

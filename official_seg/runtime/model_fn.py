@@ -152,7 +152,8 @@ def _eval_spec(model, probabilities, features, labels, loss, dataset,
       ModeKeys.EVAL, loss=loss,
       eval_metrics=eval_metrics.eval_metrics(features, labels, predictions,
                                              dataset,
-                                             options.boundary_tolerance),
+                                             options.boundary_tolerance,
+                                             probabilities),
       scaffold_fn=averaging.restore_scaffold_fn(
           model.trainable_variables, options.moving_average_decay))
 

@@ -16,6 +16,7 @@ from official_seg.export import signatures
 from official_seg.export import tflite_runner
 from tests import testing_utils
 from tests.commands import command_testing
+from tests.evaluation import calibration_test
 from tests.evaluation import scores_test
 from tests.export import tflite_runner_test
 
@@ -55,6 +56,59 @@ def _write_stand_in(export_dir, class_names, palette):
                          saved_model.METADATA_FILE), 'w') as f:
     json.dump({'class_names': class_names, 'num_classes': len(class_names),
                'ignore_label': 255, 'palette': palette}, f)
+
+
+def _probabilities(pixels):
+  """The maps stand-in's probabilities: softmax of (r, g, b, 0) / 64."""
+  logits = tf.concat([pixels / 64.0, tf.zeros_like(pixels[..., :1])], -1)
+  return tf.nn.softmax(logits)
+
+
+def numpy_probabilities(image, temperature=1.0):
+  """`_probabilities` in NumPy, of the logits divided by `temperature`."""
+  logits = np.concatenate([image / 64.0, np.zeros(image.shape[:2] + (1,))],
+                          axis=-1) / temperature
+  exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def write_stand_in_with_maps(export_dir, temperature=None):
+  """A stand-in export that serves confidence and entropy maps too."""
+  parser = preprocess.Parser(False, ignore_label=255, crop_size=(1, 1),
+                             mean_rgb=(0.0, 0.0, 0.0),
+                             stddev_rgb=(1.0, 1.0, 1.0))
+
+  def serve(images):
+    pixels, sizes, original = saved_model.decode_images(images, parser)
+    probabilities = _probabilities(pixels)
+    semantic = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    return dict(
+        semantic=signatures.labels_at_original_size(semantic, sizes,
+                                                    original),
+        height=original[:, 0], width=original[:, 1],
+        **signatures.uncertainty_outputs(probabilities, sizes, original))
+
+  def serve_probabilities(images):
+    pixels, _, _ = saved_model.decode_images(images, parser)
+    return {'probabilities': _probabilities(pixels)}
+
+  root = tf.train.Checkpoint()
+  root.variables = [tf.Variable(7, dtype=tf.int64, name='global_step')]
+  spec = [tf.TensorSpec([None], tf.string)]
+  root.serve = tf.function(serve, input_signature=spec)
+  root.probabilities = tf.function(serve_probabilities, input_signature=spec)
+  tf.saved_model.save(root, export_dir, signatures={
+      signatures.SERVING_DEFAULT: root.serve,
+      signatures.PROBABILITIES: root.probabilities})
+  os.makedirs(os.path.join(export_dir, 'assets.extra'))
+  with open(os.path.join(export_dir, 'assets.extra',
+                         saved_model.METADATA_FILE), 'w') as f:
+    json.dump({'class_names': CLASS_NAMES, 'num_classes': 4,
+               'ignore_label': 255, 'palette': 'synthetic'}, f)
+  if temperature is not None:
+    with open(os.path.join(export_dir, 'assets.extra', 'temperature.json'),
+              'w') as f:
+      json.dump({'temperature': temperature}, f)
 
 
 class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
@@ -139,6 +193,66 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
     for chart in ('confusion_matrix.png', 'per_class_iou.png',
                   'per_class_scores.png'):
       self.assertTrue(os.path.exists(os.path.join(self.output_dir, chart)))
+
+  @parameterized.parameters(None, 2.0)
+  def test_confidence_entropy_and_ece_of_an_export_that_serves_them(
+      self, temperature):
+    write_stand_in_with_maps(
+        os.path.join(self.model_dir, 'export', '1700000009'), temperature)
+    printed = self._run(label_dir=self.label_dir)
+    probabilities, labels = [], []
+    for stem, image in self.images.items():
+      found = numpy_probabilities(image.astype(np.float64), temperature or 1)
+      self.assertAllEqual(self._read('labels', stem), found.argmax(-1))
+      for kind, expected in (
+          ('confidence', found.max(-1)),
+          ('entropy', -(found * np.log(found)).sum(-1))):
+        values = np.load(os.path.join(self.output_dir, kind, stem + '.npy'))
+        self.assertEqual(values.dtype, np.float32)
+        self.assertAllClose(values, expected, rtol=1e-5, atol=1e-6)
+      probabilities.append(found.reshape(-1, 4))
+      labels.append(self.labels[stem].reshape(-1))
+    metrics = json.load(open(os.path.join(self.output_dir, 'metrics.json')))
+    ece = calibration_test.numpy_ece(np.concatenate(probabilities),
+                                     np.concatenate(labels), 255)
+    self.assertAllClose(metrics['expected_calibration_error'], ece,
+                        rtol=1e-5)
+    self.assertEqual(metrics['temperature'], temperature)
+    self.assertIn(f'expected calibration error {ece:.4f}', printed)
+    self.assertIn('Wrote labels, colored, overlay, confidence, entropy',
+                  printed)
+
+  def test_colour_mask_labels_score_as_their_class_ids(self):
+    # Ignored pixels in white, the colour pictures give the ignore label;
+    # --unknown_colours_to_ignore reads it as ignored.
+    colours = palettes.label_colours('synthetic', 255)
+    confusion = np.zeros((4, 4), np.int64)
+    for stem, labels in self.labels.items():
+      Image.fromarray(colours[labels]).save(
+          os.path.join(self.label_dir, stem + '.png'))
+      predicted = expected_labels(self.images[stem])
+      valid = labels != 255
+      np.add.at(confusion, (labels[valid], predicted[valid]), 1)
+    self._run(label_dir=self.label_dir, unknown_colours_to_ignore=True)
+    metrics = json.load(open(os.path.join(self.output_dir, 'metrics.json')))
+    self.assertAllEqual(metrics['confusion_matrix'], confusion)
+    self.assertNotIn('expected_calibration_error', metrics)
+
+  def test_a_colour_of_no_class_names_the_mask(self):
+    colours = palettes.get_palette('synthetic')
+    for stem, labels in self.labels.items():
+      mask = colours[np.minimum(labels, 3)]
+      if stem == 'b':
+        mask[0, 0] = (1, 2, 3)
+      Image.fromarray(mask).save(os.path.join(self.label_dir, stem + '.png'))
+    result = self._call(label_dir=self.label_dir,
+                        input=os.path.join(self.image_dir, 'b.*'))
+    self.assertEqual(result.status, 2, result.stderr)
+    lines = result.stderr.splitlines()
+    self.assertLen(lines, 2, result.stderr)
+    self.assertStartsWith(
+        lines[1], f'Label {self.label_dir}/b.png has colours of no class of '
+        "palette 'synthetic': (1, 2, 3) in 1 pixels.")
 
   def test_palette_flag_and_cityscapes_label_ids(self):
     self._run(palette='cityscapes', cityscapes_label_ids=True,

@@ -154,7 +154,7 @@ class PseudoLabelQualityToolTest(tf.test.TestCase, parameterized.TestCase):
   def test_probabilities_are_cut_and_mapped_back_as_served_labels(
       self, resize_range, size):
     padded = np.random.default_rng(0).random((30, 30, _CLASSES))
-    found = pseudo_label_quality.probabilities_at_decoded_size(
+    found = predictor.probabilities_at_decoded_size(
         padded, (12, 15), resize_range)
     self.assertEqual(found.shape, (12, 15, _CLASSES))
     # The SavedModel's own labels of an image the eval parser resized.

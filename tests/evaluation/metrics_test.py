@@ -5,8 +5,10 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg.evaluation import boundary
+from official_seg.evaluation import calibration
 from official_seg.evaluation import metrics
 from tests.evaluation import boundary_test
+from tests.evaluation import calibration_test
 from tests.evaluation import scores_test
 
 IGNORE = 255
@@ -110,6 +112,29 @@ class MetricsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(values['frequency_weighted_iou'],
                         scores_test.numpy_frequency_weighted_iou(confusion),
                         rtol=1e-12)
+
+  def test_streaming_calibration_error_equals_numpy(self):
+    rng = np.random.default_rng(7)
+    logits = rng.normal(0.0, 2.0, (2, 3, 13, 17, 5))
+    probabilities = calibration_test.numpy_softmax(logits).astype(np.float32)
+    labels = rng.integers(0, 5, (2, 3, 13, 17)).astype(np.int32)
+    labels[rng.random(labels.shape) < 0.2] = IGNORE
+    with tf.Graph().as_default():
+      probabilities_ph = tf.compat.v1.placeholder(tf.float32,
+                                                  [None, 13, 17, 5])
+      labels_ph = tf.compat.v1.placeholder(tf.int32, [None, 13, 17])
+      ops = metrics.calibration_metric(calibration.batch_bin_counts(
+          probabilities_ph, labels_ph, IGNORE))
+      value, update = ops[metrics.EXPECTED_CALIBRATION_ERROR]
+      with tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.local_variables_initializer())
+        self.assertEqual(sess.run(value), 0.0)
+        for batch in range(2):
+          sess.run(update, {probabilities_ph: probabilities[batch],
+                            labels_ph: labels[batch]})
+        found = sess.run(value)
+    self.assertAllClose(found, calibration_test.numpy_ece(
+        probabilities, labels, IGNORE), rtol=1e-5)
 
   def test_confusion_matrix_of_one_image_equals_numpy(self):
     labels, predictions = _random_batch(np.random.default_rng(5), batch=1)

@@ -71,6 +71,17 @@ class ResultsTest(tf.test.TestCase):
     self.assertEqual(record['weights'], 'raw')
     json.dumps(record)  # JSON-serializable.
 
+  def test_record_and_table_hold_the_calibration_error(self):
+    self.assertNotIn(metrics.EXPECTED_CALIBRATION_ERROR,
+                     results.make_record(_RESULT, 'ckpt'))
+    record = results.make_record(
+        dict(_RESULT, expected_calibration_error=np.float64(0.0625)), 'ckpt')
+    self.assertEqual(record['expected_calibration_error'], 0.0625)
+    self.assertIn('\nexpected calibration error 0.0625 (15 confidence bins)',
+                  results.format_table(record))
+    self.assertIn('(15 confidence bins, temperature 1.5000)',
+                  results.format_table(dict(record, temperature=1.5)))
+
   def test_record_says_which_weights_were_scored(self):
     record = results.make_record(dict(_RESULT, weights='moving_average'),
                                  'ckpt')

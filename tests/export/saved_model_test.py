@@ -123,6 +123,14 @@ class ExportTest(tf.test.TestCase):
       # Both pad to EVAL_CROP_SIZE (41): same input, same probabilities.
       self.assertAllClose(probabilities[index], example['probabilities'],
                           atol=1e-5)
+      # Confidence and entropy (nats) of those probabilities, at the size.
+      cut = example['probabilities'][:height, :width]
+      self.assertAllClose(served['confidence'][index, :height, :width],
+                          cut.max(-1), atol=1e-5)
+      self.assertAllClose(served['entropy'][index, :height, :width],
+                          -(cut * np.log(np.maximum(cut, 1e-30))).sum(-1),
+                          atol=1e-4)
+      self.assertTrue((served['confidence'][index, height:] == 0).all())
       classes.update(np.unique(labels[:height, :width]))
     self.assertGreater(len(classes), 1, 'a vacuous comparison')
 
@@ -248,6 +256,10 @@ class ExportTest(tf.test.TestCase):
     height, width = labels.shape
     self.assertEqual((height, width), (served['height'][0], served['width'][0]))
     self.assertAllEqual(labels, served['semantic'][0, :height, :width])
+    outputs = model.outputs(self.encoded[0])
+    self.assertAllEqual(outputs['semantic'], labels)
+    for key in ('confidence', 'entropy'):
+      self.assertAllEqual(outputs[key], served[key][0, :height, :width])
 
   def test_exporters_write_latest_and_best(self):
     best_step = best_checkpoint.read_best(self.model_dir)['global_step']

@@ -26,6 +26,23 @@ class LabelsAtOriginalSizeTest(tf.test.TestCase):
                         semantic[1][np.ix_([0, 0, 1, 1], [0, 0, 1, 1])])
     self.assertAllEqual(labels[1, :, 4], [-1] * 4)
 
+  def test_confidence_and_entropy_cut_resized_back_and_padded(self):
+    rng = np.random.default_rng(0)
+    probabilities = rng.dirichlet(np.ones(3), (2, 4, 6)).astype(np.float32)
+    found = signatures.uncertainty_outputs(
+        tf.constant(probabilities), tf.constant([[3, 5], [2, 2]]),
+        tf.constant([[3, 5], [4, 4]]))
+    top = probabilities.max(axis=-1)
+    nats = -(probabilities * np.log(probabilities)).sum(axis=-1)
+    rows = np.ix_([0, 0, 1, 1], [0, 0, 1, 1])
+    for name, expected in (('confidence', top), ('entropy', nats)):
+      values = found[name].numpy()
+      self.assertEqual(values.shape, (2, 4, 5))
+      self.assertAllClose(values[0, :3], expected[0, :3, :5], rtol=1e-6)
+      self.assertAllEqual(values[0, 3], [0.0] * 5)
+      self.assertAllClose(values[1, :, :4], expected[1][rows], rtol=1e-6)
+      self.assertAllEqual(values[1, :, 4], [0.0] * 4)
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from unittest import mock
@@ -91,6 +92,11 @@ class DryRunTest(testing_utils.TinyDataTestCase):
                   "last, each evaluated on split 'val' (5 images)", report)
     self.assertRegex(report, r'time: \d+\.\d{3} s a training step on this '
                      r'machine .* x 2 micro-batches\)')
+    held = float(re.search(r'memory: variables ([\d.]+) MiB', report)[1])
+    # Adam keeps two slots per weight: at least 3 floats per parameter.
+    self.assertGreaterEqual(held, 3 * 4 * _trainable_parameters() / 2**20 - 0.1)
+    self.assertRegex(report, r'a training step of 2 images took this process '
+                     r'from \d+ MiB to a peak of \d+ MiB')
     # The writer left metadata beside the shards: nothing to compute.
     self.assertNotIn('save this line', report)
 

@@ -55,9 +55,11 @@ class ModelFnTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     self.assertEqual(result['global_step'], 3)
     self.assertEqual(result['num_images'], 5)
     for key in ('mean_iou', 'pixel_accuracy', 'loss', 'iou/background',
-                'iou/disk', 'iou/box', 'iou/triangle'):
+                'iou/disk', 'iou/box', 'iou/triangle',
+                'expected_calibration_error'):
       self.assertIn(key, result)
     self.assertBetween(result['mean_iou'], 0.0, 1.0)
+    self.assertBetween(result['expected_calibration_error'], 1e-6, 1.0)
 
     predictions = list(estimator.predict(eval_fn, yield_single_examples=True))
     # Eval batches are padded to EVAL_BATCH_SIZE=2: 5 images give 6 rows.

@@ -11,6 +11,7 @@ from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
 from official_seg.training import optimizers
 from official_seg.training import schedules
+from official_seg.training import updates as updates_lib
 
 
 @gin.configurable
@@ -36,6 +37,8 @@ class Components:
       `@learning_rate` with its schedule.
     inference: an `inference.InferenceOptions` (scales, flips, windows),
       for evaluation, prediction, the eval parser and every export.
+    updates: an `updates.UpdateOptions`: gradient accumulation and
+      float16's loss scale, for the training step.
   """
 
   model: Callable = model_lib.build_model
@@ -44,6 +47,8 @@ class Components:
   learning_rate: Callable = schedules.learning_rate
   inference: inference_lib.InferenceOptions = dataclasses.field(
       default_factory=inference_lib.InferenceOptions)
+  updates: updates_lib.UpdateOptions = dataclasses.field(
+      default_factory=updates_lib.UpdateOptions)
 
   @property
   def labeled_loss(self):

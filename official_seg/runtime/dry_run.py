@@ -78,6 +78,69 @@ def _batch_line(name, global_batch, replicas):
   return f'{name}: global {global_batch} = {replicas} replica(s) x {share}'
 
 
+def update_line(global_batch, replicas, accumulation_steps):
+  """The examples of one update: micro-batch x accumulation x replicas.
+
+  Args:
+    global_batch: int, build_estimator.train_batch_size (one micro-batch
+      over all replicas).
+    replicas: int.
+    accumulation_steps: int, `UpdateOptions.accumulation_steps`.
+
+  Returns:
+    str, one report line.
+  """
+  share = global_batch // replicas
+  return (f'update: {accumulation_steps} micro-batch(es) x {share} images x '
+          f'{replicas} replica(s) = '
+          f'{global_batch * accumulation_steps} images a step '
+          '(UpdateOptions.accumulation_steps); the global step, schedule, '
+          'averages and checkpoints count updates; batch norm normalises '
+          'each micro-batch alone')
+
+
+# /proc/cpuinfo's flags of bfloat16 arithmetic: AVX512_BF16 (dot products)
+# and AMX's bfloat16 tiles (matrix products).
+BFLOAT16_FLAGS = ('amx_bf16', 'avx512_bf16')
+
+
+def bfloat16_flags(cpuinfo):
+  """The bfloat16 flags in the text of /proc/cpuinfo, sorted; may be empty."""
+  found = set()
+  for line in cpuinfo.splitlines():
+    key, _, value = line.partition(':')
+    if key.strip() == 'flags':
+      found.update(set(value.split()) & set(BFLOAT16_FLAGS))
+  return sorted(found)
+
+
+def cpu_line(cpuinfo):
+  """Whether this CPU computes in bfloat16 (gin/platforms/bfloat16.gin).
+
+  Args:
+    cpuinfo: str, the text of /proc/cpuinfo, or None where there is none.
+
+  Returns:
+    str, one report line.
+  """
+  if cpuinfo is None:
+    return 'cpu: no /proc/cpuinfo, so bfloat16 support is unknown'
+  flags = bfloat16_flags(cpuinfo)
+  if flags:
+    return (f'cpu: bfloat16 instructions ({", ".join(flags)}): '
+            'gin/platforms/bfloat16.gin can train faster here')
+  return ('cpu: no bfloat16 instructions (avx512_bf16, amx_bf16): bfloat16 '
+          'would be emulated here; keep float32 on this CPU')
+
+
+def _read_cpuinfo(path='/proc/cpuinfo'):
+  try:
+    with open(path, encoding='utf-8') as f:
+      return f.read()
+  except OSError:
+    return None
+
+
 def _count_and_time(built, config, train_batch, timed_steps=2):
   """Builds the model_fn once in TRAIN mode on real batches and times steps.
 
@@ -101,9 +164,11 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
     count = sum(int(np.prod(v.shape)) for v in
                 tf.compat.v1.trainable_variables())
     held = memory.variable_bytes((v.shape, v.dtype.base_dtype.size)
-                                 for v in tf.compat.v1.global_variables())
+                                 for v in tf.compat.v1.global_variables() +
+                                 tf.compat.v1.local_variables())
     with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.local_variables_initializer()])
       with memory.PeakMeter() as meter:
         # A real batch through the pipeline proves decoding and parsing.
         images, _ = session.run([features['image'], spec.train_op])
@@ -132,11 +197,17 @@ def _metadata(dataset, lines):
   return known
 
 
-def _plan(dataset, metadata, config, train_batch, steps, step_seconds):
-  """Lines on what the run will do: steps, epochs, evaluations, time."""
+def _plan(dataset, metadata, config, train_batch, steps, step_seconds,
+          micro_batches=1):
+  """Lines on what the run will do: steps, epochs, evaluations, time.
+
+  A step is an update of `micro_batches` runs of `train_batch` images.
+  """
   every = config.save_checkpoints_steps
   kept = config.keep_checkpoint_max
   train_images = metadata[dataset.train_split]['num_images']
+  train_batch *= micro_batches
+  step_seconds *= micro_batches
   epochs = steps * train_batch / max(train_images, 1)
   evaluations = -(-steps // every)
   return [
@@ -147,7 +218,9 @@ def _plan(dataset, metadata, config, train_batch, steps, step_seconds):
       f'({metadata[dataset.eval_split]["num_images"]} images) by '
       f'train_and_eval or the evaluator; the newest {kept} kept',
       f'time: {step_seconds:.3f} s a training step on this machine (one '
-      f'replica\'s share, 2 steps timed after one warm-up): about '
+      f'replica\'s share, 2 runs timed after one warm-up'
+      f'{"" if micro_batches == 1 else f" x {micro_batches} micro-batches"}'
+      '): about '
       f'{steps * step_seconds / 60:.1f} min of training, evaluation not '
       'included']
 
@@ -201,7 +274,11 @@ def run(model_dir, train_steps):
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
   lines.append(memory_line)
+  micro_batches = built.components.updates.accumulation_steps
+  if micro_batches > 1:
+    lines.append(update_line(train_batch, replicas, micro_batches))
+  lines.append(cpu_line(_read_cpuinfo()))
   lines += _plan(dataset, metadata, config, train_batch, train_steps,
-                 seconds)
+                 seconds, micro_batches)
   lines.append('Operative gin config:\n' + gin.operative_config_str())
   return '\n'.join(lines)

@@ -16,6 +16,7 @@ from official_seg.runtime import components as components_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import tpu_estimator
 from official_seg.semi_supervised import views
+from official_seg.training import updates
 
 # What every mode needs of a built experiment: the estimator and its input
 # functions; the dataset; the eval parser (serving preprocesses with it); the
@@ -76,7 +77,9 @@ def check_precision(precision, run_config):
 
   The policy is set around each model_fn call; a strategy's replicas build
   their layers in turns, interleaved, so one global policy cannot be scoped
-  to each of them. One-device Estimators and TPUEstimator are fine.
+  to each of them. One-device Estimators and TPUEstimator are fine. The
+  same holds for float16, whose all-reduced loss-scale update is therefore
+  never run here.
   """
   if precision != 'float32' and run_config.train_distribute:
     raise validation.ConfigurationError(
@@ -84,6 +87,20 @@ def check_precision(precision, run_config):
         'build_run_config.train_distribute (a multi-device Estimator '
         'platform); use float32 there, or the TPUEstimator '
         '(gin/platforms/tpu.gin).')
+
+
+def check_accumulation(steps, run_config):
+  """Refuses gradient accumulation with a strategy or parameter servers.
+
+  A strategy would all-reduce inside the step's conditional update, and
+  parameter servers would hold one set of sums for every worker.
+  """
+  if steps > 1 and (run_config.train_distribute or
+                    run_config.num_ps_replicas):
+    raise validation.ConfigurationError(
+        f'UpdateOptions.accumulation_steps={steps} runs on one device only, '
+        'not with build_run_config.train_distribute or parameter servers; '
+        'use 1 there.')
 
 
 def _serving_estimator(model_fn, run_config):
@@ -211,6 +228,7 @@ def build_estimator(run_config,
       train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
       step_input_fn=train_fn)
   if isinstance(run_config, tpu_estimator.tpu.RunConfig):
+    updates.check_platform(components.updates, options.precision, tpu=True)
     if replicas:  # On a TPU, known only when num_shards is bound.
       per_replica_batch_size(train_batch_size, replicas,
                              'build_estimator.train_batch_size')
@@ -223,6 +241,7 @@ def build_estimator(run_config,
                  eval_input_fn=tpu_eval_fn,
                  serving_estimator=_serving_estimator(model_fn, run_config))
   check_precision(options.precision, run_config)
+  check_accumulation(components.updates.accumulation_steps, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')
   if unlabeled:  # Fails before any work when the replicas cannot split it.

@@ -20,11 +20,12 @@ from official_seg.training import averaging
 from official_seg.training import optimizers
 from official_seg.training import step as step_lib
 from official_seg.training import summaries
+from official_seg.training import updates
 from official_seg.training import warm_start
 
 ModeKeys = tf.estimator.ModeKeys
 TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
-PRECISIONS = ('float32', 'mixed_bfloat16')
+PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
 
 
 @gin.configurable
@@ -41,10 +42,12 @@ class ModelFnOptions:
       them; gamma, beta and all other variables still train. Keras has one
       `training` flag per call, so this differs from DeepLab only for dropout
       and stochastic depth, which the shipped gin files leave off.
-    precision: the Keras dtype policy of the model: 'float32', or
+    precision: the Keras dtype policy of the model: 'float32',
       'mixed_bfloat16' (activations in bfloat16 on TPUs and on CPUs with
       AMX or AVX512_BF16; variables, loss and metrics in float32; no loss
-      scaling needed).
+      scaling needed), or 'mixed_float16' (for GPUs: activations in
+      float16, the rest in float32, with a dynamic loss scale that skips
+      steps whose gradients overflow; `updates.UpdateOptions`).
     jit_compile: bool, compile the forward pass, loss and gradients with XLA
       (a `jit_scope`, as Estimator builds a graph). For GPUs: on CPUs it is
       slower than oneDNN (docs/performance.md).
@@ -155,10 +158,11 @@ def _eval_spec(model, probabilities, features, labels, loss, dataset,
           model.trainable_variables, options.moving_average_decay))
 
 
-def _registered(scalars, model, features, labels, logits, dataset, params):
+def _registered(scalars, model, features, labels, logits, dataset, params,
+                micro_batches):
   """The summaries of a training step (see `summaries.Registered`)."""
   images = features['image']
-  examples = tf.shape(images)[0]
+  examples = tf.shape(images)[0] * micro_batches
   context = tf.distribute.get_replica_context()
   if not params.get('use_tpu') and context:
     # Only the first replica of a strategy runs the host_call.
@@ -193,8 +197,11 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   averaging.check_checkpoint(model_dir, model.trainable_variables, decay)
   global_step = tf.compat.v1.train.get_or_create_global_step()
   learning_rate = components.learning_rate(global_step)
-  optimizer = components.optimizer(learning_rate,
-                                   use_tpu=params.get('use_tpu', False))
+  use_tpu = params.get('use_tpu', False)
+  optimizer = components.optimizer(learning_rate, use_tpu=use_tpu)
+  update = updates.build_update(components.updates, options.precision,
+                               use_tpu)
+  updates.check_checkpoint(model_dir, update.loss_scale)
   loss = tf.add_n(list(step.losses.values())) + losses.regularization_loss(
       [model])
   scalars = {'loss/total': loss, 'learning_rate': learning_rate}
@@ -205,12 +212,16 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   multipliers = optimizers.gradient_multipliers(
       variables, last_layers=options.last_layers)
   scalars.update(summaries.learning_rates(learning_rate, multipliers))
-  train_op = optimizers.train_op(optimizer, loss, variables, step.update_ops,
-                                 multipliers, optimizers.clip_gradients,
-                                 scalars)
-  train_op = averaging.apply_after(train_op, model.trainable_variables, decay)
+  if update.loss_scale:
+    scalars['loss_scale'] = update.loss_scale()
+  train_op, applied = optimizers.train_op(
+      optimizer, loss, variables, step.update_ops, multipliers,
+      optimizers.clip_gradients, scalars, update)
+  train_op = averaging.apply_after(train_op, model.trainable_variables, decay,
+                                   applied)
   registered = _registered(scalars, model, features, labels, step.logits,
-                           dataset, params)
+                           dataset, params, update.accumulation_steps)
+  registered.applied = applied
   registered.pictures.update(step.pictures)
   registered.host_checks = list(step.host_checks)
   host_call = summaries.host_call(model_dir, global_step, registered)

@@ -42,7 +42,7 @@ def average_name(variable):
   return f'{variable.name.split(":")[0]}/{AVERAGE_NAME}'
 
 
-def apply_after(train_op, variables, decay):
+def apply_after(train_op, variables, decay, applied=None):
   """Updates the averages of `variables` after each step of `train_op`.
 
   The decay is min(decay, (1 + step) / (10 + step)), so the averages
@@ -54,16 +54,29 @@ def apply_after(train_op, variables, decay):
     variables: list of the trainable `tf.Variable`s to average; batch-norm
       moving statistics are left out and restored as they are.
     decay: float in (0, 1), or None to return `train_op` unchanged.
+    applied: None (every run of `train_op` is an update), or a bool scalar
+      tensor: whether this run updated the weights (`optimizers.train_op`'s
+      second result). A run that did not (a float16 step skipped, a
+      micro-batch of an accumulation) leaves the averages exactly as they
+      are: its decay is 1.
 
   Returns:
     An op that runs `train_op`, then updates the averages.
   """
   if not decay:
     return train_op
-  average = tf.compat.v1.train.ExponentialMovingAverage(
-      decay, num_updates=tf.compat.v1.train.get_or_create_global_step(),
-      name=AVERAGE_NAME)
+  global_step = tf.compat.v1.train.get_or_create_global_step()
+  if applied is None:
+    average = tf.compat.v1.train.ExponentialMovingAverage(
+        decay, num_updates=global_step, name=AVERAGE_NAME)
+    with tf.control_dependencies([train_op]):
+      return average.apply(variables)
   with tf.control_dependencies([train_op]):
+    step = tf.cast(global_step, tf.float32)
+    warm = tf.minimum(tf.constant(decay, tf.float32), (1.0 + step) /
+                      (10.0 + step))
+    average = tf.compat.v1.train.ExponentialMovingAverage(
+        tf.where(applied, warm, 1.0), name=AVERAGE_NAME)
     return average.apply(variables)
 
 

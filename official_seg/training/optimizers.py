@@ -7,6 +7,7 @@ import gin.tf.external_configurables  # pylint: disable=unused-import
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.training import updates
 
 # gin files name the tf.compat.v1 optimizers that gin.tf registers, e.g.
 # @tf.train.MomentumOptimizer: TPUEstimator's CrossShardOptimizer wraps only
@@ -195,7 +196,7 @@ def _run_after(checks, update_ops):
 
 
 def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
-             scalars=None):
+             scalars=None, update=None):
   """One training step: gradients, batch-norm updates, global step.
 
   Args:
@@ -210,34 +211,61 @@ def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
       before clipping), e.g. `clip_gradients`.
     scalars: optional dict; 'gradient_norm' (before clipping) is added to
       it, for the summaries.
+    update: an `updates.Update` (float16 loss scaling, gradient
+      accumulation), or None: every run applies its gradients. Multipliers
+      and clipping act on the update's (unscaled, mean) gradients.
 
   Returns:
-    The train op; it fails with InvalidArgumentError naming the step when the
-    loss or the gradients are NaN or Inf, before any variable (trainable,
-    batch-norm statistic or global step) is changed.
+    (train op, applied): applied is None without `update` (or with one that
+    applies every run), else a bool scalar tensor, whether this run changed
+    the weights and the global step. The train op fails with
+    InvalidArgumentError naming the step when the loss is NaN or Inf, or,
+    without a loss scale (which skips such steps), the gradients are,
+    before any variable (trainable, batch-norm statistic or global step) is
+    changed.
   """
+  update = update or updates.Update()
   global_step = tf.compat.v1.train.get_or_create_global_step()
   finite = tf.debugging.Assert(
       tf.math.is_finite(loss),
       [validation.CHECK_MARK, 'Loss is NaN or Inf at global step', global_step,
        'loss', loss])
   with tf.control_dependencies([finite]):
-    grads_and_vars = optimizer.compute_gradients(loss, var_list=variables)
+    grads_and_vars = update.unscale(optimizer.compute_gradients(
+        update.scale_loss(loss), var_list=variables))
+  grads_and_vars, accumulation = update.accumulate(grads_and_vars)
   grads_and_vars = scale_gradients(grads_and_vars, multipliers)
   grads_and_vars, gradient_norm = clip(grads_and_vars)
   if scalars is not None:
     scalars['gradient_norm'] = gradient_norm
-  # A finite loss can still have NaN gradients (e.g. from Inf inputs): check
-  # them too, so no NaN reaches a variable or a checkpoint.
-  grads_finite = tf.debugging.Assert(
+  checks = [finite] + ([] if update.loss_scale else [_grads_finite(
+      grads_and_vars, global_step)])
+  _run_after(checks, update_ops)
+  with tf.control_dependencies(update_ops + checks[1:]):
+    if update.conditional:
+      applied = update.apply(
+          lambda pairs: optimizer.apply_gradients(pairs,
+                                                  global_step=global_step),
+          grads_and_vars, accumulation)
+      step = applied.op
+    else:
+      applied = None
+      step = optimizer.apply_gradients(grads_and_vars,
+                                       global_step=global_step)
+  # Registered so hooks find the step's ops without looking up names
+  # (tools/benchmark.py counts the FLOPs of the ops it runs).
+  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.TRAIN_OP, step)
+  return step, applied
+
+
+def _grads_finite(grads_and_vars, global_step):
+  """Fails when a gradient is NaN or Inf.
+
+  A finite loss can still have NaN gradients (e.g. from Inf inputs): checked
+  too, so no NaN reaches a variable or a checkpoint.
+  """
+  return tf.debugging.Assert(
       tf.math.is_finite(tf.linalg.global_norm(
           [grad for grad, _ in grads_and_vars if grad is not None])),
       [validation.CHECK_MARK, 'Gradients are NaN or Inf at global step',
        global_step])
-  _run_after([finite, grads_finite], update_ops)
-  with tf.control_dependencies(update_ops + [grads_finite]):
-    step = optimizer.apply_gradients(grads_and_vars, global_step=global_step)
-  # Registered so hooks find the step's ops without looking up names
-  # (tools/benchmark.py counts the FLOPs of the ops it runs).
-  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.TRAIN_OP, step)
-  return step

@@ -31,6 +31,10 @@ class Registered:
       name to value, step, whether this step writes its scalars), under
       the summary writer; each returns an op (e.g.
       `semi_supervised.host_checks.SemiSupervisedWarnings`).
+    applied: optional bool scalar tensor, whether the step updated the
+      weights (`optimizers.train_op`); a run that did not (a float16 step
+      skipped, a micro-batch of an accumulation) writes nothing, so each
+      global step is written once.
   """
 
   scalars: Dict[str, tf.Tensor]
@@ -38,6 +42,7 @@ class Registered:
   examples: Optional[tf.Tensor] = None
   variables: Sequence[tf.Variable] = ()
   host_checks: Sequence[Any] = ()
+  applied: Optional[tf.Tensor] = None
 
 
 def learning_rates(learning_rate, multipliers):
@@ -93,6 +98,8 @@ def _flatten(global_step, registered, histograms):
     tensors['scalar:' + name] = tf.reshape(tf.cast(value, tf.float32), [1])
   for name, value in registered.pictures.items():
     tensors['picture:' + name] = value
+  if registered.applied is not None:
+    tensors['applied'] = tf.reshape(registered.applied, [1])
   if registered.examples is not None:
     tensors['examples'] = tf.reshape(tf.cast(registered.examples, tf.float32),
                                      [1])
@@ -174,11 +181,11 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
     step = values['step'][0]
     writer = tf.summary.create_file_writer(model_dir, max_queue=every_n_steps)
     with writer.as_default():
-      record = tf.equal(step % every_n_steps, 0)
+      record = _due(values, step, every_n_steps)
       _write_every_n(values, step, record)
       checks = _run_checks(registered.host_checks, values, step, record)
       if image_summary_steps:
-        with tf.summary.record_if(tf.equal(step % image_summary_steps, 0)):
+        with tf.summary.record_if(_due(values, step, image_summary_steps)):
           for name, value in values.items():
             if name.startswith('picture:'):
               count = (value.shape[0] or 3) // _shards(values)
@@ -187,6 +194,14 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
       return tf.compat.v1.summary.all_v2_summary_ops() + checks
 
   return host_fn, [tensors[name] for name in names]
+
+
+def _due(values, step, every):
+  """Whether this run writes what is written every `every` steps."""
+  due = tf.equal(step % every, 0)
+  if 'applied' in values:
+    due = tf.logical_and(due, values['applied'][0])
+  return due
 
 
 def _run_checks(checks, values, step, record):

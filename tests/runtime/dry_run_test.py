@@ -15,6 +15,7 @@ from official_seg.data import dataset_info
 from official_seg.data import split_metadata
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import config_checks
+from official_seg.runtime import dry_run
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from official_seg.semi_supervised import views
@@ -32,6 +33,34 @@ def _trainable_parameters():
     return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
 
 
+class CpuLineTest(tf.test.TestCase):
+  """Which bfloat16 instructions /proc/cpuinfo's flags name."""
+
+  _CPUINFO = ('processor\t: 0\nflags\t\t: fpu sse2 avx2 {}\n'
+              'bugs\t\t: spectre_v1\n\nprocessor\t: 1\n'
+              'flags\t\t: fpu sse2 avx2 {}\n')
+
+  def test_flags_of_each_kind_of_cpu(self):
+    cases = {('', ''): [],
+             ('avx512f avx512_bf16', 'avx512f avx512_bf16'): ['avx512_bf16'],
+             ('amx_tile amx_bf16 avx512_bf16', 'amx_tile amx_bf16'):
+                 ['amx_bf16', 'avx512_bf16'],
+             # A flag of another name holding the text is not the flag.
+             ('avx512_bf16x avx_vnni', ''): []}
+    for (first, second), expected in cases.items():
+      cpuinfo = self._CPUINFO.format(first, second)
+      self.assertEqual(dry_run.bfloat16_flags(cpuinfo), expected, cpuinfo)
+
+  def test_lines(self):
+    with_flag = self._CPUINFO.format('avx512_bf16', 'avx512_bf16')
+    self.assertEqual(dry_run.cpu_line(with_flag),
+                     'cpu: bfloat16 instructions (avx512_bf16): '
+                     'gin/platforms/bfloat16.gin can train faster here')
+    self.assertIn('keep float32',
+                  dry_run.cpu_line(self._CPUINFO.format('avx2', 'avx2')))
+    self.assertIn('unknown', dry_run.cpu_line(None))
+
+
 class DryRunTest(testing_utils.TinyDataTestCase):
 
   def setUp(self):
@@ -39,7 +68,8 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     self.model_dir = os.path.join(self.create_tempdir().full_path, 'model')
 
   def test_reports_data_batches_parameters_and_config(self):
-    testing_utils.parse_tiny_quickstart(self.data_dir)
+    testing_utils.parse_tiny_quickstart(
+        self.data_dir, extra=['UpdateOptions.accumulation_steps = 2'])
     report = experiment.run('train_and_eval', self.model_dir, check_only=True)
     self.assertIn(f"train: split 'train' in {self.data_dir}: 2 shards", report)
     self.assertIn(f"eval: split 'val' in {self.data_dir}: 2 shards", report)
@@ -53,11 +83,15 @@ class DryRunTest(testing_utils.TinyDataTestCase):
     self.assertIn('make_optimizer.optimizer = @tf.train.AdamOptimizer', config)
     self.assertIn('MobileNet.norm_momentum = 0.9', config)
     self.assertFalse(os.path.exists(self.model_dir))
-    # tiny_bindings: 3 steps of 2 images over 6, a checkpoint every 2 steps.
-    self.assertIn("plan: 3 steps of 2 images = 1.0 epochs of split 'train' "
+    self.assertIn('update: 2 micro-batch(es) x 2 images x 1 replica(s) = 4 '
+                  'images a step', report)
+    self.assertRegex(report, r'cpu: (no )?bfloat16 instructions')
+    # tiny_bindings: 3 steps of 2 x 2 images over 6, a checkpoint every 2.
+    self.assertIn("plan: 3 steps of 4 images = 2.0 epochs of split 'train' "
                   '(6 images); 2 checkpoint(s), every 2 steps and at the '
                   "last, each evaluated on split 'val' (5 images)", report)
-    self.assertRegex(report, r'time: \d+\.\d{3} s a training step')
+    self.assertRegex(report, r'time: \d+\.\d{3} s a training step on this '
+                     r'machine .* x 2 micro-batches\)')
     held = float(re.search(r'memory: variables ([\d.]+) MiB', report)[1])
     # Adam keeps two slots per weight: at least 3 floats per parameter.
     self.assertGreaterEqual(held, 3 * 4 * _trainable_parameters() / 2**20 - 0.1)

@@ -102,6 +102,26 @@ class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
       estimator_lib.check_precision(
           gin_config.binding('ModelFnOptions.precision'), config)
 
+  def test_float16_and_accumulation_refuse_a_strategy(self):
+    config = tf.estimator.RunConfig(
+        train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
+    with self.assertRaisesRegex(
+        ValueError, r"precision='mixed_float16'.*train_distribute"):
+      estimator_lib.check_precision('mixed_float16', config)
+    estimator_lib.check_accumulation(1, config)
+    with self.assertRaisesRegex(
+        ValueError, r'accumulation_steps=2 .*train_distribute'):
+      estimator_lib.check_accumulation(2, config)
+    estimator_lib.check_accumulation(2, tf.estimator.RunConfig())
+
+  def test_float16_on_the_tpu_platform_names_bfloat16(self):
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'tpu.gin',
+        extra=["ModelFnOptions.precision = 'mixed_float16'"])
+    config = run_config_lib.build_run_config(self.model_dir)
+    with self.assertRaisesRegex(ValueError, "use 'mixed_bfloat16'"):
+      estimator_lib.build_estimator(config)
+
   def test_tpu_batch_split_names_both_numbers(self):
     testing_utils.parse_tiny_platform(self.data_dir, 'tpu.gin')
     # A run config on a TPU of 8 cores; no TPU is contacted.

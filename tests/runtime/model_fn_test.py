@@ -186,6 +186,38 @@ class PrecisionTest(testing_utils.TinyDataTestCase):
         model_fn_lib.estimator_model_fn(built.model_fn), config,
         {'use_tpu': False})
 
+  def test_float16_accumulated_steps_count_updates_and_write_the_scale(self):
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'float16.gin',
+        extra=['UpdateOptions.accumulation_steps = 2',
+               'host_call.every_n_steps = 1'])
+    model_dir = self.create_tempdir().full_path
+    config = run_config_lib.build_run_config(model_dir)
+    built = estimator_lib.build_estimator(config)
+    with tf.Graph().as_default() as graph:
+      spec = built.model_fn(
+          {'image': tf.zeros([2, 33, 33, 3])},
+          tf.zeros([2, 33, 33, 1], tf.int32), tf.estimator.ModeKeys.TRAIN,
+          {'use_tpu': False}, config)
+      convolutions = [op for op in graph.get_operations()
+                      if op.type == 'Conv2D']
+      self.assertTrue(convolutions)
+      self.assertTrue(all(op.get_attr('T') == tf.float16
+                          for op in convolutions))
+      global_step = tf.compat.v1.train.get_global_step()
+      # The CPU path of the host_call: the hook as_estimator_spec adds.
+      hooks = spec.as_estimator_spec().training_hooks
+      with tf.compat.v1.train.MonitoredSession(hooks=hooks) as session:
+        steps = []
+        for _ in range(2):
+          session.run(spec.train_op)
+          # Read without the hooks, whose fetches would run a step.
+          steps.append(session.run_step_fn(
+              lambda step_context: step_context.session.run(global_step)))
+        self.assertEqual(steps, [0, 1])
+    self.assertEqual(spec.loss.dtype, tf.float32)
+    self.assertIn('loss_scale', testing_utils.scalar_tags(model_dir))
+
 
 class _ReadVariable(tf.estimator.SessionRunHook):
   """Reads a variable's value once the session is created (and restored)."""

@@ -14,8 +14,11 @@ def _step(optimizer, loss, variables, update_ops, scalars=None,
   variables = optimizers.trainable_variables(variables)
   multipliers = optimizers.gradient_multipliers(variables,
                                                 last_layers=last_layers)
-  return optimizers.train_op(optimizer, loss, variables, update_ops,
-                             multipliers, optimizers.clip_gradients, scalars)
+  op, applied = optimizers.train_op(optimizer, loss, variables, update_ops,
+                                    multipliers, optimizers.clip_gradients,
+                                    scalars)
+  assert applied is None  # Every run of a float32 step applies.
+  return op
 
 
 def _graph_step(loss_value):

@@ -66,6 +66,29 @@ class SummariesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(written['learning_rate']), [0, 2, 4])
 
 
+  def test_runs_that_apply_no_update_write_nothing(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      step = tf.compat.v1.placeholder(tf.int64, [])
+      applied = tf.compat.v1.placeholder(tf.bool, [])
+      picture = tf.zeros([1, 2, 2, 3], tf.uint8)
+      host_call = summaries.host_call(
+          model_dir, step, summaries.Registered(
+              scalars={'loss/total': tf.constant(1.5)},
+              pictures={'pictures/label': picture}, applied=applied),
+          every_n_steps=1, image_summary_steps=1)
+      spec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+          tf.estimator.ModeKeys.TRAIN, loss=tf.constant(1.0),
+          train_op=tf.no_op(), host_call=host_call).as_estimator_spec()
+      with tf.compat.v1.train.MonitoredSession(
+          hooks=spec.training_hooks) as sess:
+        # Two micro-batches an update: the global step stays for one run.
+        for value, done in ((0, False), (0, True), (1, False), (1, True)):
+          sess.run(spec.train_op, {step: value, applied: done})
+    written = _scalars(model_dir)
+    self.assertEqual(written['loss/total'], [0, 1])
+    self.assertEqual(written['pictures/label'], [0, 1])
+
   @parameterized.parameters((2, [0, 2, 4]), (0, None))
   def test_pictures_every_image_summary_steps(self, every, expected):
     model_dir = self.create_tempdir().full_path

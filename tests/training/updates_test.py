@@ -1,0 +1,282 @@
+"""float16 loss scaling and gradient accumulation in the train op, against NumPy and float32."""
+
+from absl.testing import parameterized
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_seg import validation
+from official_seg.training import averaging
+from official_seg.training import optimizers
+from official_seg.training import updates
+
+
+def _no_clip(grads_and_vars):
+  return optimizers.clip_gradients(grads_and_vars, 0.0)
+
+
+def _dense_pair(policy, weights):
+  """Two Dense layers in `policy`, initialised to `weights`."""
+  constant = tf.keras.initializers.Constant
+  return tf.keras.Sequential([
+      tf.keras.layers.Dense(6, activation='tanh', dtype=policy,
+                            kernel_initializer=constant(weights[0]),
+                            bias_initializer=constant(weights[1])),
+      tf.keras.layers.Dense(3, dtype=policy,
+                            kernel_initializer=constant(weights[2]),
+                            bias_initializer=constant(weights[3]))])
+
+
+class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
+  """float16's dynamic loss scale, one update per run."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def _gradients(self, policy, loss_scale, weights, inputs):
+    """The gradients of a small loss (1e-6 of a mean square) in `policy`."""
+    model = _dense_pair(policy, weights)
+    outputs = tf.cast(model(tf.constant(inputs)), tf.float32)
+    loss = 1e-6 * tf.reduce_mean(tf.square(outputs))
+    update = updates.Update(loss_scale=loss_scale)
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+    pairs = update.unscale(optimizer.compute_gradients(
+        update.scale_loss(loss), var_list=model.trainable_variables))
+    return loss, [g for g, _ in pairs]
+
+  def test_float16_matches_float32_with_the_scale_and_underflows_without(self):
+    random = np.random.RandomState(0)
+    inputs = random.uniform(-1, 1, [8, 4]).astype(np.float32)
+    weights = [random.uniform(-1, 1, shape).astype(np.float32)
+               for shape in ([4, 6], [6], [6, 3], [3])]
+    with tf.Graph().as_default():
+      loss32, grads32 = self._gradients('float32', None, weights, inputs)
+      scale = updates.dynamic_loss_scale(updates.UpdateOptions())
+      loss16, grads16 = self._gradients('mixed_float16', scale, weights,
+                                        inputs)
+      _, unscaled16 = self._gradients('mixed_float16', None, weights, inputs)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        (loss32, grads32, loss16, grads16, unscaled16) = session.run(
+            (loss32, grads32, loss16, grads16, unscaled16))
+    self.assertEqual([g.dtype for g in grads16], [np.float32] * 4)
+    # float16 keeps 11 significant bits: each rounding is within 2**-11
+    # relative; a handful of them in a row stay within 1%.
+    self.assertAllClose(loss16, loss32, rtol=1e-2)
+    for got, want in zip(grads16, grads32):
+      self.assertAllClose(got, want, rtol=1e-2, atol=1e-3 * np.abs(want).max())
+    # Without the scale, float16's backward pass rounds the same gradients
+    # (about 1e-7 at the output, float16's subnormal range) to a few
+    # significant bits or to zero: every one is off by more than 10%.
+    for got, want in zip(unscaled16, grads32):
+      self.assertGreater(np.abs(got - want).max(), 0.1 * np.abs(want).max())
+
+  def _overflow_graph(self, decay=None, accumulation_steps=1):
+    """Gradient descent (rate 0.5) on sum(w * x), float16's loss scale 8."""
+    weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
+    inputs = tf.compat.v1.placeholder(tf.float32, [2])
+    options = updates.UpdateOptions(initial_loss_scale=8.0,
+                                    loss_scale_growth_steps=2)
+    scale = updates.dynamic_loss_scale(options)
+    op, applied = optimizers.train_op(
+        tf.compat.v1.train.GradientDescentOptimizer(0.5),
+        tf.reduce_sum(weight * inputs), [weight], [], {}, _no_clip,
+        update=updates.Update(loss_scale=scale,
+                              accumulation_steps=accumulation_steps))
+    op = averaging.apply_after(op, [weight], decay, applied)
+    return weight, inputs, scale, op, applied
+
+  def test_an_overflow_skips_the_step_lowers_the_scale_then_it_grows(self):
+    with tf.Graph().as_default():
+      weight, inputs, scale, op, applied = self._overflow_graph()
+      global_step = tf.compat.v1.train.get_global_step()
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        # The loss 1e38 is finite; its gradient times the scale is not.
+        _, was_applied = session.run((op, applied), {inputs: [1e38, 0.0]})
+        self.assertFalse(was_applied)
+        self.assertAllEqual(session.run(weight), [1.0, 2.0])
+        self.assertEqual(session.run((scale(), global_step)), (4.0, 0))
+        session.run(op, {inputs: [1.0, 3.0]})
+        self.assertAllEqual(session.run(weight), [0.5, 0.5])
+        self.assertEqual(session.run((scale(), global_step)), (4.0, 1))
+        session.run(op, {inputs: [1.0, 3.0]})  # The second good step.
+        self.assertAllEqual(session.run(weight), [0.0, -1.0])
+        self.assertEqual(session.run((scale(), global_step)), (8.0, 2))
+
+  def test_one_overflowing_micro_batch_skips_its_whole_update(self):
+    with tf.Graph().as_default():
+      weight, inputs, scale, op, applied = self._overflow_graph(
+          accumulation_steps=2)
+      global_step = tf.compat.v1.train.get_global_step()
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        flags = [session.run((op, applied), {inputs: x})[1]
+                 for x in ([1e38, 0.0], [1.0, 3.0])]
+        self.assertEqual(flags, [False, False])
+        self.assertAllEqual(session.run(weight), [1.0, 2.0])
+        self.assertEqual(session.run((scale(), global_step)), (4.0, 0))
+        # The sums start afresh: the next update is of its own two batches.
+        for x in ([1.0, 3.0], [3.0, 1.0]):
+          session.run(op, {inputs: x})
+        self.assertAllEqual(session.run(weight), [0.0, 1.0])
+        self.assertEqual(session.run(global_step), 1)
+
+  def test_the_scale_survives_a_checkpoint(self):
+    path = self.create_tempdir().full_path + '/model.ckpt'
+    with tf.Graph().as_default():
+      _, inputs, scale, op, _ = self._overflow_graph()
+      variables = [v for v in tf.compat.v1.global_variables()
+                   if v.name.startswith(updates.LOSS_SCALE_SCOPE + '/')]
+      self.assertLen(variables, 2)  # The scale and its count of good steps.
+      self.assertEmpty(set(variables) & set(tf.compat.v1.trainable_variables()))
+      saver = tf.compat.v1.train.Saver()
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(op, {inputs: [1e38, 0.0]})
+        session.run(op, {inputs: [1.0, 1.0]})
+        saver.save(session, path)
+      updates.check_checkpoint(path.rsplit('/', 1)[0], scale)  # Resumable.
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        self.assertEqual(session.run(scale()), 8.0)
+        saver.restore(session, path)
+        self.assertEqual(session.run(scale()), 4.0)
+        self.assertEqual(session.run(variables[1]), 1)
+
+  def test_resuming_a_checkpoint_without_a_scale_names_the_binding(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      tf.compat.v1.get_variable('w', initializer=1.0)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        tf.compat.v1.train.Saver().save(session, model_dir + '/model.ckpt')
+    with tf.Graph().as_default():
+      scale = updates.dynamic_loss_scale(updates.UpdateOptions())
+      updates.check_checkpoint(self.create_tempdir().full_path, scale)
+      updates.check_checkpoint(model_dir, None)
+      with self.assertRaisesRegex(
+          validation.ConfigurationError,
+          r"precision='mixed_float16' but the checkpoint .*model.ckpt has no "
+          r'loss scale \(loss_scale/current_loss_scale\)'):
+        updates.check_checkpoint(model_dir, scale)
+
+  def test_averages_do_not_move_on_a_skipped_step(self):
+    decay = 0.5
+    with tf.Graph().as_default():
+      weight, inputs, _, op, _ = self._overflow_graph(decay)
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        shadow, = [v for v in tf.compat.v1.global_variables()
+                   if v.name.startswith(averaging.average_name(weight))]
+        session.run(op, {inputs: [1e38, 0.0]})
+        self.assertAllEqual(session.run(shadow), [1.0, 2.0])
+        session.run(op, {inputs: [1.0, 3.0]})  # Weights -> [0.5, 0.5].
+        rate = min(decay, 2.0 / 11.0)  # Global step 1 after the update.
+        self.assertAllClose(session.run(shadow),
+                            rate * np.array([1.0, 2.0]) + (1 - rate) * 0.5)
+
+  def test_options_refuse_bad_values_naming_the_binding(self):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'UpdateOptions.accumulation_steps'):
+      updates.UpdateOptions(accumulation_steps=0)
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'UpdateOptions.initial_loss_scale'):
+      updates.UpdateOptions(initial_loss_scale=0.5)
+
+  @parameterized.parameters(
+      ('mixed_float16', 1, "use 'mixed_bfloat16'"),
+      ('float32', 2, 'accumulation_steps=2 is not supported'))
+  def test_a_tpu_refuses_float16_and_accumulation(self, precision, steps,
+                                                  message):
+    options = updates.UpdateOptions(accumulation_steps=steps)
+    updates.check_platform(options, precision, tpu=False)
+    with self.assertRaisesRegex(validation.ConfigurationError, message):
+      updates.check_platform(options, precision, tpu=True)
+
+
+def _regression_step(batch, steps, decay):
+  """Momentum on a float64 tanh regression; rate 0.1 / (1 + global step).
+
+  Gradient multipliers (2 on the bias) and clipping by a norm the gradients
+  exceed both act on the update's gradient.
+  """
+  inputs = tf.compat.v1.placeholder(tf.float64, [batch, 3])
+  targets = tf.compat.v1.placeholder(tf.float64, [batch, 2])
+  kernel = tf.compat.v1.get_variable(
+      'dense/kernel', initializer=np.arange(6.0).reshape(3, 2) / 10.0)
+  bias = tf.compat.v1.get_variable('dense/bias',
+                                   initializer=np.array([0.1, -0.2]))
+  loss = tf.reduce_mean(tf.square(tf.tanh(inputs @ kernel + bias) - targets))
+  global_step = tf.compat.v1.train.get_or_create_global_step()
+  rate = 0.1 / (1.0 + tf.cast(global_step, tf.float64))
+  op, applied = optimizers.train_op(
+      tf.compat.v1.train.MomentumOptimizer(rate, 0.9), loss, [kernel, bias],
+      [], {'dense/bias': 2.0},
+      lambda pairs: optimizers.clip_gradients(pairs, 0.05),
+      update=updates.Update(accumulation_steps=steps))
+  op = averaging.apply_after(op, [kernel, bias], decay, applied)
+  return inputs, targets, op, applied, [kernel, bias]
+
+
+class AccumulationTest(tf.test.TestCase):
+  """k micro-batches against one batch k times as large, in float64."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def _train(self, data, batch, steps):
+    """Trains on `data` in runs of `batch` examples; the weights, averages,
+    global step and each run's `applied`."""
+    images, labels = data
+    with tf.Graph().as_default():
+      inputs, targets, op, applied, variables = _regression_step(
+          batch, steps, decay=0.9)
+      shadows = [v for v in tf.compat.v1.global_variables()
+                 if v.name.endswith(averaging.AVERAGE_NAME + ':0')]
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        flags = []
+        for start in range(0, len(images), batch):
+          feed = {inputs: images[start:start + batch],
+                  targets: labels[start:start + batch]}
+          flags.append(session.run((op, applied), feed)[1]
+                       if applied is not None else session.run(op, feed))
+        return (session.run(variables + shadows +
+                            [tf.compat.v1.train.get_global_step()]), flags)
+
+  def test_three_micro_batches_equal_one_batch_three_times_as_large(self):
+    random = np.random.RandomState(1)
+    data = (random.normal(size=[18, 3]), random.uniform(-1, 1, [18, 2]))
+    accumulated, flags = self._train(data, batch=3, steps=3)
+    whole, whole_flags = self._train(data, batch=9, steps=1)
+    self.assertEqual(flags, [False, False, True] * 2)
+    self.assertEqual(whole_flags, [None, None])
+    self.assertEqual(accumulated[-1], 2)  # The global step counts updates.
+    self.assertEqual(whole[-1], 2)
+    self.assertLen(accumulated, 5)  # Kernel, bias, their averages, step.
+    for got, want in zip(accumulated[:-1], whole[:-1]):
+      self.assertAllClose(got, want, rtol=0, atol=1e-12)
+    # The weights moved: the comparison is not of initial values.
+    self.assertGreater(np.abs(whole[0] - np.arange(6.0).reshape(3, 2) / 10.0
+                              ).max(), 1e-3)
+
+  def test_sums_are_local_and_untrainable(self):
+    with tf.Graph().as_default():
+      _regression_step(3, 3, decay=None)
+      local = [v.name for v in tf.compat.v1.local_variables()]
+      self.assertCountEqual(local, [
+          updates.ACCUMULATION_SCOPE + '/micro_step:0',
+          updates.ACCUMULATION_SCOPE + '/sum_0:0',
+          updates.ACCUMULATION_SCOPE + '/sum_1:0'])
+      names = [v.name for v in tf.compat.v1.global_variables() +
+               tf.compat.v1.trainable_variables()]
+      self.assertFalse([n for n in names if updates.ACCUMULATION_SCOPE in n])
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -93,8 +93,12 @@ class Predictor:
 
   @property
   def global_step(self):
-    """The step of the exported checkpoint, or None if it has none."""
-    for variable in self._model.variables:
+    """The step of the exported checkpoint, or None if it has none.
+
+    An ensemble of exports (`export.ensemble`, saved from a `tf.Module`,
+    which lists no variables) has none: its members' steps may differ.
+    """
+    for variable in getattr(self._model, 'variables', ()):
       if variable.name.split(':')[0] == 'global_step':
         return int(variable.numpy())
     return None

@@ -96,6 +96,8 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
                           rtol=1e-6)
     self.assertAllEqual(np.unique(labels['semantic'][0, 30:]),
                         [signatures.PAD_LABEL])
+    # predict_images reads an ensemble as any export; it has no one step.
+    self.assertIsNone(predictor.Predictor(output).global_step)
     metadata = predictor.read_metadata(output)
     self.assertEqual(metadata.pop('ensemble_of'), members)
     self.assertEqual(metadata, predictor.read_metadata(members[0]))

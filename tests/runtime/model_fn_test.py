@@ -19,6 +19,12 @@ from tests import testing_utils
 
 class ModelBuilderArgumentsTest(tf.test.TestCase):
 
+  def setUp(self):
+    super().setUp()
+    # DatasetInfo and ModelFnOptions are configurables: bindings another
+    # test left (its class names) would apply here.
+    gin.clear_config()
+
   def test_the_model_is_built_for_the_datasets_channels(self):
     dataset = dataset_info.DatasetInfo(num_classes=2, image_channels=5)
     components = components_lib.Components(model=lambda **kwargs: kwargs)

@@ -202,7 +202,8 @@ def _data_dir(model_dir):
 
 def _peak_memory():
   whole, windowed = _child('whole'), _child('windowed')
-  return {'whole': whole, 'windowed': windowed, 'arm': _arms()[1][0],
+  return {'peak_mib': {'whole': whole['peak_mib'],
+                       _arms()[1][0]: windowed['peak_mib']},
           'peak_memory_ratio': windowed['peak_mib'] / whole['peak_mib']}
 
 

@@ -170,14 +170,129 @@ def _covers(images, windows):
       dim <= side for dim, side in zip(static.as_list(), windows.size))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Grid:
+  """The windows over one image size, batched within rows of windows.
+
+  Attributes:
+    rows, row_side, row_weights: `axis_weights` of the height.
+    cols, col_side, col_weights: `axis_weights` of the width.
+    batch_size: python int, windows per model call.
+    per_row: int32 scalar, model calls per row of windows.
+  """
+
+  rows: tf.Tensor
+  row_side: tf.Tensor
+  row_weights: tf.Tensor
+  cols: tf.Tensor
+  col_side: tf.Tensor
+  col_weights: tf.Tensor
+  batch_size: int
+  per_row: tf.Tensor
+
+  @property
+  def count(self):
+    """int32 scalar, the model calls over the image."""
+    return tf.size(self.rows) * self.per_row
+
+
+def _grid(shape, windows):
+  """The `_Grid` of windows over images of dynamic `shape` [B, H, W, 3]."""
+  rows = axis_weights(shape[1], windows.size[0], windows.stride[0],
+                      windows.blending)
+  cols = axis_weights(shape[2], windows.size[1], windows.stride[1],
+                      windows.blending)
+  per_row = (tf.size(cols[0]) + windows.batch_size - 1) // windows.batch_size
+  return _Grid(*rows, *cols, windows.batch_size, per_row)
+
+
+def _tiles(rows_first, grid, row, first, last):
+  """Windows first..last-1 of a row of windows, each cut by one gather.
+
+  Args:
+    rows_first: float32 [H, B, W, 3], the images with rows first, so that a
+      row's band is a view, not a copy.
+    grid: a `_Grid`.
+    row: int32 scalar, the row of windows.
+    first, last: int32 scalars, its windows.
+
+  Returns:
+    (float32 [k, B, h, w, 3] windows, int32 [k, w] their columns).
+  """
+  band = rows_first[grid.rows[row]:grid.rows[row] + grid.row_side]
+  columns = grid.cols[first:last, None] + tf.range(grid.col_side)[None, :]
+  tiles = tf.gather(band, columns, axis=2)  # [h, B, k, w, 3]
+  return tf.transpose(tiles, [2, 1, 0, 3, 4]), columns
+
+
+def _blended_batch(predict_fn, rows_first, grid, batch):
+  """The weighted sum of one model call's windows, all in one row.
+
+  A batch never spans two rows of windows, so its windows share their rows
+  of pixels and sum into one block of columns of their row's strip.
+
+  Returns:
+    (float32 [span, h * B * C], the block's columns, each its h pixels of
+    each image and class; int32 scalar, the block's first column;
+    `TensorShape` [C], the static classes).
+  """
+  row = batch // grid.per_row
+  first = (batch % grid.per_row) * grid.batch_size
+  last = tf.minimum(first + grid.batch_size, tf.size(grid.cols))
+  tiles, columns = _tiles(rows_first, grid, row, first, last)
+  shape = tf.shape(tiles)
+  probabilities = tf.cast(predict_fn(tf.reshape(
+      tiles, tf.concat([[-1], shape[2:]], 0))), tf.float32)
+  probabilities = tf.reshape(probabilities, tf.concat(
+      [shape[:4], tf.shape(probabilities)[-1:]], 0))
+  weights = (grid.row_weights[row][None, :, None] *
+             grid.col_weights[first:last][:, None, :])
+  weighted = probabilities * weights[:, None, :, :, None]
+  by_column = tf.transpose(weighted, [0, 3, 2, 1, 4])  # [k, w, h, B, C]
+  start = grid.cols[first]
+  # Overlapping windows share columns: summed first, so that each column
+  # of the strip is added once.
+  block = tf.math.unsorted_segment_sum(
+      tf.reshape(by_column, [tf.size(columns), -1]),
+      tf.reshape(columns - start, [-1]), columns[-1, -1] + 1 - start)
+  return block, start, probabilities.shape[-1:]
+
+
+def _zeros(shape):
+  """float32 zeros in a buffer of their own, for `_add_rows` to write in."""
+  return tf.raw_ops.Empty(shape=shape, dtype=tf.float32, init=True)
+
+
+def _add_rows(tensor, start, rows):
+  """`tensor` with `rows` added to its rows from `start`, in its buffer.
+
+  The add writes into `tensor`'s buffer instead of copying it (the canvas
+  is as large as the image): `tensor` must come from `_zeros` or
+  `_add_rows` and be read by nothing else.
+  """
+  return tf.raw_ops.InplaceAdd(
+      x=tensor, i=start + tf.range(tf.shape(rows)[0]), v=rows)
+
+
+def _flushed(canvas, strip, grid, row):
+  """`canvas` [H, W * B * C] with the `strip` [W, h * B * C] of a row added."""
+  width = tf.shape(strip)[0]
+  rows = tf.transpose(tf.reshape(strip, [width, grid.row_side, -1]),
+                      [1, 0, 2])
+  return _add_rows(canvas, grid.rows[row],
+                   tf.reshape(rows, [grid.row_side, -1]))
+
+
 def tiled_probabilities(predict_fn, images, windows):
   """Probabilities of windows run through `predict_fn`, blended.
 
-  Windows run `windows.batch_size` at a time in a `tf.while_loop` of one
-  iteration at a time, so only one batch of windows is in the model at
-  once; each pixel's result is the weighted sum of its windows' results,
-  with weights summing to 1. When one window covers the (static) image,
-  this is `predict_fn(images)` itself.
+  Windows run at most `windows.batch_size` at a time, each call's windows
+  from one row of windows, in a `tf.while_loop` of one call at a time, so
+  only one batch of windows is in the model at once. A row's windows sum
+  into a strip as wide as the image, and each finished strip into the
+  image's canvas: each pixel's result is the weighted sum of its windows'
+  results, with weights summing to 1. When one window covers the (static)
+  image, this is `predict_fn(images)` itself.
 
   Args:
     predict_fn: float32 [N, h, w, 3] -> float32 [N, h, w, C] probabilities
@@ -191,51 +306,30 @@ def tiled_probabilities(predict_fn, images, windows):
   if _covers(images, windows):
     return predict_fn(images)
   shape = tf.shape(images)
-  rows, row_side, row_weights = axis_weights(
-      shape[1], windows.size[0], windows.stride[0], windows.blending)
-  cols, col_side, col_weights = axis_weights(
-      shape[2], windows.size[1], windows.stride[1], windows.blending)
-  num_cols = tf.size(cols)
-  count = tf.size(rows) * num_cols
-  index_y = tf.range(row_side)[:, None] + tf.zeros([col_side], tf.int32)
-  index_x = tf.range(col_side)[None, :] + tf.zeros([row_side, 1], tf.int32)
-  offsets = tf.stack([index_y, index_x], axis=-1)  # [h, w, 2]
-
-  def window(k):
-    y, x = rows[k // num_cols], cols[k % num_cols]
-    tile = tf.slice(images, tf.stack([0, y, x, 0]),
-                    tf.stack([-1, row_side, col_side, -1]))
-    weight = (row_weights[k // num_cols][:, None] *
-              col_weights[k % num_cols][None, :])
-    return tile, weight, offsets + tf.stack([y, x])
-
-  def run(start):
-    """The weighted probabilities of windows start.. and their pixels."""
-    ks = tf.range(start, tf.minimum(start + windows.batch_size, count))
-    tiles, weights, indices = tf.map_fn(
-        window, ks, fn_output_signature=(tf.float32, tf.float32, tf.int32))
-    flat = tf.reshape(tiles, tf.concat([[-1], tf.shape(tiles)[2:]], 0))
-    probabilities = tf.cast(predict_fn(flat), tf.float32)
-    probabilities = tf.reshape(probabilities, tf.concat(
-        [tf.shape(tiles)[:4], tf.shape(probabilities)[-1:]], 0))
-    weighted = probabilities * weights[:, None, :, :, None]
-    # The canvas is [H, W, B, C]: a window's pixels are (y, x) pairs.
-    return indices, tf.transpose(weighted, [0, 2, 3, 1, 4])
-
+  grid = _grid(shape, windows)
+  rows_first = tf.transpose(images, [1, 0, 2, 3])
   # The first batch runs outside the loop: it builds the model's variables
   # (none may be created inside a loop) and gives the canvas its classes.
-  indices, updates = run(0)
-  canvas = tf.scatter_nd(indices, updates, tf.concat(
-      [shape[1:3], shape[:1], tf.shape(updates)[-1:]], 0))
+  block, start, classes = _blended_batch(predict_fn, rows_first, grid, 0)
+  strip = _add_rows(_zeros(tf.stack([shape[2], tf.shape(block)[1]])), start,
+                    block)
+  canvas = _zeros(tf.stack([shape[1], shape[2] * tf.shape(block)[1] //
+                            grid.row_side]))
 
-  def body(start, canvas):
-    indices, updates = run(start)
-    return start + windows.batch_size, tf.tensor_scatter_nd_add(
-        canvas, indices, updates)
+  def body(batch, canvas, strip):
+    row = batch // grid.per_row
+    canvas, strip = tf.cond(
+        batch % grid.per_row > 0, lambda: (canvas, strip),
+        lambda: (_flushed(canvas, strip, grid, row - 1),
+                 _zeros(tf.shape(strip))))
+    block, start, _ = _blended_batch(predict_fn, rows_first, grid, batch)
+    return batch + 1, canvas, _add_rows(strip, start, block)
 
-  _, canvas = tf.while_loop(lambda start, _: start < count, body,
-                            (tf.constant(windows.batch_size), canvas),
-                            parallel_iterations=1)
-  result = tf.transpose(canvas, [2, 0, 1, 3])
-  result.set_shape(images.shape[:3].concatenate(updates.shape[-1:]))
+  _, canvas, strip = tf.while_loop(
+      lambda batch, *_: batch < grid.count, body,
+      (tf.constant(1), canvas, strip), parallel_iterations=1)
+  canvas = _flushed(canvas, strip, grid, tf.size(grid.rows) - 1)
+  result = tf.transpose(tf.reshape(canvas, [shape[1], shape[2], shape[0], -1]),
+                        [2, 0, 1, 3])
+  result.set_shape(images.shape[:3].concatenate(classes))
   return result

@@ -104,8 +104,14 @@ def _write_splits(data_dir, dataset, splits):
 
 
 def _shrunk():
-  """What shrinks a parsed experiment's step; see _STAND_INS and _MAX_CROP."""
-  bindings = []
+  """What shrinks a parsed experiment's step; see _STAND_INS and _MAX_CROP.
+
+  The dry run's session takes the run's options: grappler's rewrites, which
+  cost seconds at the session's start and change no value, a check or a
+  report line, are off (the shipped session config runs in
+  tests/quickstart_e2e_test.py).
+  """
+  bindings = ['build_run_config.graph_rewrites = False']
   if max(gin.query_parameter('%CROP_SIZE')) > _MAX_CROP:
     bindings.append(f'CROP_SIZE = {_SMALL_CROP}')
   if gin.query_parameter('%TRAIN_BATCH_SIZE') > _SMALL_BATCH:

@@ -166,7 +166,9 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
     held = memory.variable_bytes((v.shape, v.dtype.base_dtype.size)
                                  for v in tf.compat.v1.global_variables() +
                                  tf.compat.v1.local_variables())
-    with tf.compat.v1.Session() as session:
+    # The run's session options (threads, grappler's rewrites): the step is
+    # timed as the run's estimator will run it.
+    with tf.compat.v1.Session(config=config.session_config) as session:
       session.run([tf.compat.v1.global_variables_initializer(),
                    tf.compat.v1.local_variables_initializer()])
       with memory.PeakMeter() as meter:

@@ -33,6 +33,7 @@ SLOWEST_FIRST = (
     'tests/benchmarks/semi_supervised_test.py',
     'tests/runtime/preemption_test.py',
     'tests/train_and_eval_test.py',
+    'tests/commands/cross_validate_test.py',
     'tests/training/warm_start_test.py',
     'tests/semi_supervised/step_test.py',
     'tests/runtime/model_fn_test.py',

@@ -121,7 +121,13 @@ class LocalClusterTest(tf.test.TestCase):
         extra=['continuous_eval.min_interval_secs = 1'] + list(extra))
 
   def _assert_all_exited_zero(self, status, output, tasks):
-    self.assertEqual(status, 0, output[-5000:])
+    # The launcher's own lines and each task's first error lines, then the
+    # tail: a failing task's cause may lie far above the others' last logs.
+    said = [line for line in output.splitlines() if
+            line.startswith('[launcher]') or re.search(
+                r'Error|error:|exited with status [1-9]', line)]
+    self.assertEqual(status, 0, '\n'.join(said[:60]) + '\n...\n' +
+                     output[-3000:])
     for task in tasks:
       self.assertIn(f'[launcher] {task} exited with status 0.', output)
 

@@ -7,7 +7,7 @@
   # The experiment and two losses on the same folds; the best named:
   cross_validate --gin_file=gin/experiments/quickstart.gin \
     --data_dir=data/mine --folds=5 --work_dir=runs/cv \
-    --compare=losses/dice.gin,losses/lovasz.gin
+    --configurations=losses/dice.gin,losses/lovasz.gin
 
   # And one SavedModel averaging the best configuration's folds:
   cross_validate ... --ensemble
@@ -42,9 +42,10 @@ flags.DEFINE_integer('seed', 0, 'Seed of the folds\' draw.', flag_values=FLAGS)
 flags.DEFINE_string('work_dir', None, 'Where each configuration\'s folds '
                     'train (<work_dir>/<name>/fold<i>) and the summary goes '
                     '(cross_validation.json).', flag_values=FLAGS)
-flags.DEFINE_list('compare', [], 'gin files, each added after --gin_file as '
-                  'one more configuration (named by the file) to compare '
-                  'with the experiment as it is.', flag_values=FLAGS)
+flags.DEFINE_list('configurations', [],
+                  'gin files, each added after --gin_file as one more '
+                  'configuration (named by the file) to compare with the '
+                  'experiment as it is.', flag_values=FLAGS)
 flags.DEFINE_bool('ensemble', False, 'Also export one SavedModel that '
                   'averages the folds\' probabilities, of the best '
                   'configuration (<work_dir>/<name>/ensemble).',
@@ -55,17 +56,17 @@ flags.mark_flag_as_required('work_dir', flag_values=FLAGS)
 
 
 def configurations():
-  """The `Configuration`s: the experiment, then one per --compare file."""
+  """The `Configuration`s: the experiment, then one per --configurations."""
   files = tuple(FLAGS.gin_file or ())
   params = tuple(seg_flags.gin_params(flag_values=FLAGS))
   names = ['experiment'] + [os.path.splitext(os.path.basename(f))[0]
-                            for f in FLAGS.compare]
+                            for f in FLAGS.configurations]
   if len(set(names)) != len(names):
     raise validation.ConfigurationError(
-        f'--compare={",".join(FLAGS.compare)}: each file names its '
-        'configuration\'s folder, so the names (without folder and .gin) '
-        'must differ from each other and from "experiment".')
-  extras = [()] + [(extra,) for extra in FLAGS.compare]
+        f'--configurations={",".join(FLAGS.configurations)}: each file '
+        'names its configuration\'s folder, so the names (without folder '
+        'and .gin) must differ from each other and from "experiment".')
+  extras = [()] + [(extra,) for extra in FLAGS.configurations]
   return [cross_validation.Configuration(name, files + extra, params)
           for name, extra in zip(names, extras)]
 

@@ -81,9 +81,7 @@ def _main(argv):
   dataset = dataset_info.DatasetInfo()
   split = FLAGS.split or dataset.eval_split
   model = predictor.Predictor(export_dir)
-  # The export's own record; older exports leave it to the gin files.
-  resize_range = (model.resize_range or
-                  estimator.make_parser(False, dataset).resize_range)
+  resize_range = estimator.serving_resize_range(model, dataset)
   print(f'Fitting the temperature of {export_dir} (step {model.global_step}) '
         f'on {dataset.data_dir} split {split!r}')
   logits, labels, images = temperature.labelled_logits(

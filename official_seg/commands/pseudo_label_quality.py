@@ -14,7 +14,6 @@ class-balanced accuracy. --output also saves the figures.
 """
 
 import json
-import os
 import sys
 
 from absl import flags
@@ -80,9 +79,7 @@ def _main(argv):
   dataset = dataset_info.DatasetInfo()
   split = FLAGS.split or dataset.train_split
   model = predictor.Predictor(export_dir)
-  # The export's own record; older exports leave it to the gin files.
-  resize_range = (model.resize_range or
-                  estimator.make_parser(False, dataset).resize_range)
+  resize_range = estimator.serving_resize_range(model, dataset)
   counts = quality.PseudoLabelCounts(thresholds, dataset.num_classes,
                                      dataset.ignore_label)
   print(f'Pseudo labels of {export_dir} (step {model.global_step}) on '
@@ -97,10 +94,7 @@ def _main(argv):
   for figures in found['thresholds']:
     print(quality.format_table(figures, dataset.class_names))
   if FLAGS.output:
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)),
-                exist_ok=True)
-    with open(FLAGS.output, 'w') as f:
-      json.dump(found, f, indent=2)
+    storage.write_whole(FLAGS.output, json.dumps(found, indent=2))
 
 
 def main(argv=None):

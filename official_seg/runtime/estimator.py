@@ -140,6 +140,20 @@ def make_parser(is_training, dataset, window_size=None):
                              image_bit_depth=dataset.image_bit_depth)
 
 
+def serving_resize_range(model, dataset):
+  """How an export's inputs are resized: its own record, else the gin files'.
+
+  Args:
+    model: a `predictor.Predictor`; exports written before the record have
+      `resize_range` None.
+    dataset: the `DatasetInfo` whose evaluation parser the gin files build.
+
+  Returns:
+    (min_resize_value, max_resize_value, resize_factor), each int or None.
+  """
+  return model.resize_range or make_parser(False, dataset).resize_range
+
+
 @gin.configurable(denylist=['dataset', 'labeled_batch_size'])
 def unlabeled_stream(dataset,
                      labeled_batch_size,

@@ -90,8 +90,9 @@ def report_line(meter, variables, batch):
 
   Args:
     meter: `PeakMeter` around the warm-up and timed steps.
-    variables: int, bytes of every variable (weights, optimizer slots,
-      moving averages).
+    variables: int, bytes of every global and local variable (weights,
+      optimizer slots, moving averages, the sums of gradient accumulation
+      and the metrics' counts).
     batch: int, the images of the step measured.
 
   Returns:

@@ -102,8 +102,9 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
     self.assertEqual(metadata.pop('ensemble_of'), members)
     self.assertEqual(metadata, predictor.read_metadata(members[0]))
 
-  def test_compared_files_of_one_name_exit_2(self):
-    result = self._run(folds=2, compare=['losses/dice.gin', 'mine/dice.gin'])
+  def test_configurations_of_one_name_exit_2(self):
+    result = self._run(folds=2,
+                       configurations=['losses/dice.gin', 'mine/dice.gin'])
     self.assertEqual(result.status, 2)
     self.assertIn('each file names its configuration\'s folder',
                   result.stderr)

@@ -30,6 +30,7 @@ from official_seg.datasets import plan_search
 from official_seg.datasets import planner
 from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats
+from official_seg.runtime import gin_config
 from official_seg.runtime import memory
 from official_seg.runtime import step_cost
 
@@ -179,6 +180,12 @@ def _image_classes(info, train, choices):
         info.data_dir, info.train_split, train.image_labels))
 
 
+def _absolute(path):
+  """A gin file's path that reads the same from any folder."""
+  path = gin_config.resolve_gin_file(path)
+  return path if storage.is_absolute(path) else os.path.abspath(path)
+
+
 def _main(argv):
   """Reads the splits, measures the candidates, writes the plan."""
   del argv  # The program alone (command_line.run).
@@ -197,8 +204,7 @@ def _main(argv):
       'this machine by plan.',
       f'  train_and_eval --gin_file={FLAGS.output} --model_dir=<run>',
       'Each choice says why; edit freely.']
-  includes = [_BASE] + [os.path.abspath(p) if not storage.is_absolute(p)
-                        else p for p in dataset_gin]
+  includes = [_BASE] + [_absolute(p) for p in dataset_gin]
   text = planner.gin_text(header, includes, choices,
                           seg_flags.gin_params(flag_values=FLAGS))
   storage.write_whole(FLAGS.output, text)

@@ -44,6 +44,7 @@ SLOWEST_FIRST = (
     'tests/tensorboard_test.py',
     'tests/runtime/run_config_test.py',
     'tests/runtime/dry_run_test.py',
+    'tests/commands/plan_test.py',
 )
 
 

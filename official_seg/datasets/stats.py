@@ -187,6 +187,18 @@ def channel_statistics(data_dir, split, channels, bit_depth):
   return mean * scale, std * scale
 
 
+def normalization_bindings(mean, std):
+  """[(binding, value)] of `Parser.mean_rgb` and `.stddev_rgb`, 4 decimals.
+
+  Args:
+    mean: float [C], from `channel_statistics`.
+    std: float [C], likewise; a 0 (a constant channel) becomes 1.
+  """
+  std = np.where(np.asarray(std) > 0, std, 1.0)
+  values = lambda v: [round(float(x), 4) for x in v]
+  return [('Parser.mean_rgb', values(mean)), ('Parser.stddev_rgb', values(std))]
+
+
 def normalization_gin(mean, std, title):
   """The gin text that makes the Parser normalize with a split's statistics.
 
@@ -198,9 +210,8 @@ def normalization_gin(mean, std, title):
   Returns:
     str, binding `Parser.mean_rgb` and `Parser.stddev_rgb`.
   """
-  std = np.where(np.asarray(std) > 0, std, 1.0)
-  values = lambda v: ', '.join(f'{x:.4f}' for x in v)
-  return (f'# Pixel statistics of {title}.\n'
-          'import official_seg.data.preprocess\n\n'
-          f'Parser.mean_rgb = [{values(mean)}]\n'
-          f'Parser.stddev_rgb = [{values(std)}]\n')
+  lines = [f'# Pixel statistics of {title}.',
+           'import official_seg.data.preprocess', '']
+  lines += [f'{name} = {value!r}'
+            for name, value in normalization_bindings(mean, std)]
+  return '\n'.join(lines) + '\n'

@@ -141,7 +141,7 @@ def _read_cpuinfo(path='/proc/cpuinfo'):
     return None
 
 
-def _count_and_time(built, config, train_batch, timed_steps=2):
+def count_and_time(built, config, train_batch, timed_steps=2):
   """Builds the model_fn once in TRAIN mode on real batches and times steps.
 
   The model_fn and input_fn are the ones both estimators wrap, so the graph
@@ -153,7 +153,8 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
 
   Returns:
     (trainable parameter count, shape of the images it was built on,
-    seconds per training step on this machine, the report's memory line).
+    seconds per training step on this machine, the `memory.PeakMeter`
+    around the steps, the variables' bytes).
   """
   with tf.Graph().as_default():
     params = {'batch_size': train_batch, 'use_tpu': False}
@@ -178,8 +179,7 @@ def _count_and_time(built, config, train_batch, timed_steps=2):
         for _ in range(timed_steps):
           session.run(spec.train_op)
         seconds = (time.perf_counter() - start) / timed_steps
-  return count, images.shape, seconds, memory.report_line(meter, held,
-                                                          train_batch)
+  return count, images.shape, seconds, meter, held
 
 
 def _metadata(dataset, lines):
@@ -271,11 +271,12 @@ def run(model_dir, train_steps):
   lines.append(_batch_line('build_estimator.eval_batch_size',
                            built.eval_batch_size,
                            replicas if tpu_platform else 1))
-  count, shape, seconds, memory_line = _count_and_time(
-      built, config, train_batch // replicas if replicas else train_batch)
+  step_batch = train_batch // replicas if replicas else train_batch
+  count, shape, seconds, meter, held = count_and_time(built, config,
+                                                      step_batch)
   lines.append(f'model: {count:,} trainable parameters, built on training '
                f'images {list(shape)}')
-  lines.append(memory_line)
+  lines.append(memory.report_line(meter, held, step_batch))
   micro_batches = built.components.updates.accumulation_steps
   if micro_batches > 1:
     lines.append(update_line(train_batch, replicas, micro_batches))

@@ -30,6 +30,15 @@ def read_status(text):
   return found['VmRSS'], found['VmHWM']
 
 
+def available_bytes(meminfo):
+  """MemAvailable of /proc/meminfo text in bytes, or None where it lacks it."""
+  for line in meminfo.splitlines():
+    key, _, value = line.partition(':')
+    if key == 'MemAvailable':
+      return int(value.split()[0]) * 1024
+  return None
+
+
 def _status():
   try:
     with open(_STATUS) as f:

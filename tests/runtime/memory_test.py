@@ -20,6 +20,12 @@ class MemoryTest(tf.test.TestCase):
                      (700001 * 1024, 812340 * 1024))
     self.assertIsNone(memory.read_status('Name:\tpython\n'))
 
+  def test_available_memory_in_kb_becomes_bytes(self):
+    meminfo = ('MemTotal:       16000000 kB\nMemFree:         1000000 kB\n'
+               'MemAvailable:    9000000 kB\n')
+    self.assertEqual(memory.available_bytes(meminfo), 9000000 * 1024)
+    self.assertIsNone(memory.available_bytes('MemTotal: 1 kB\n'))
+
   def test_a_block_that_allocates_raises_the_peak_by_its_bytes(self):
     size = 256 * 2**20
     with memory.PeakMeter() as meter:

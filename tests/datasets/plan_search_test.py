@@ -1,0 +1,132 @@
+"""Tests for the measured part of a plan, on tables of measurements."""
+
+from absl.testing import parameterized
+import tensorflow as tf
+
+from official_seg import validation
+from official_seg.datasets import plan_search
+from official_seg.datasets import planner
+
+_MIB = 2**20
+
+
+def _table(peaks, seconds=1.0):
+  """measure(batch) from {batch: MiB}, recording the batches measured."""
+  asked = []
+
+  def measure(batch):
+    asked.append(batch)
+    return plan_search.Measurement(seconds * batch, peaks(batch) * _MIB)
+
+  return measure, asked
+
+
+class FitBatchTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_linear_memory_meets_the_budget_in_three_measurements(self):
+    # 1000 + 100 b MiB: batch 6 takes 1600 <= 1650, batch 7 1700.
+    measure, asked = _table(lambda b: 1000 + 100 * b)
+    batch, taken = plan_search.fit_batch(measure, 1650 * _MIB, 16)
+    self.assertEqual(batch, 6)
+    self.assertEqual(asked, [1, 2, 6])
+    self.assertEqual(sorted(taken), [1, 2, 6])
+
+  def test_the_largest_batch_caps(self):
+    measure, asked = _table(lambda b: 1000 + b)
+    self.assertEqual(plan_search.fit_batch(measure, 10**4 * _MIB, 5)[0], 5)
+    self.assertEqual(asked, [1, 2, 5])
+
+  def test_a_batch_over_the_line_steps_down_below_it(self):
+    # Batch 6 jumps over the budget; 5 fits.
+    measure, asked = _table(lambda b: 5000 if b == 6 else 1000 + 100 * b)
+    batch, _ = plan_search.fit_batch(measure, 1650 * _MIB, 16)
+    self.assertEqual(batch, 5)
+    self.assertEqual(asked, [1, 2, 6, 5])
+
+  def test_batch_two_over_keeps_one(self):
+    measure, _ = _table(lambda b: 1000 * b)
+    self.assertEqual(plan_search.fit_batch(measure, 1500 * _MIB, 16)[0], 1)
+
+  def test_one_image_over_the_budget_stops(self):
+    measure, _ = _table(lambda b: 3000)
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'one image takes 3000 MiB, over the memory '
+                                'budget of 2000 MiB'):
+      plan_search.fit_batch(measure, 2000 * _MIB, 16)
+
+
+_FACTS = plan_search.Facts(train_images=100, eval_images=10,
+                           median=(60, 60), largest_eval=(64, 64),
+                           objects=(8.0, 20.0))
+
+
+class CandidateTest(tf.test.TestCase):
+
+  def test_steps_and_epochs_of_the_measured_batch(self):
+    def measure(backbone, crop, batch):
+      del backbone, crop
+      return plan_search.Measurement(0.1 * batch, (1000 + 100 * batch) * _MIB)
+
+    candidate = plan_search.plan_candidate(
+        plan_search.BACKBONES[0], measure, _FACTS, [65, 65],
+        (1200.0, 1650 * _MIB), 16)
+    self.assertEqual(candidate.batch, 6)
+    # Whole images of 65 x 65 (one training crop), at a third of 0.6 s per
+    # 6 crops.
+    eval_seconds = 10 * 65 * 65 * (0.6 / (6 * 65 * 65)) / 3
+    self.assertAllClose(candidate.eval_seconds, eval_seconds)
+    steps = int((1200 - planner.OVERHEAD_SECONDS - eval_seconds) // 0.6)
+    self.assertEqual(candidate.steps, steps)
+    self.assertAllClose(candidate.epochs, steps * 6 / 100)
+
+
+def _planned(epochs):
+  """plan(backbone) from {name: epochs, or None for over a budget}."""
+  asked = []
+
+  def plan(backbone):
+    asked.append(backbone.name)
+    if epochs[backbone.name] is None:
+      raise validation.ConfigurationError('over the budget')
+    return plan_search.Candidate(backbone, 1, None, {}, None, 0.0, 10,
+                                 epochs[backbone.name])
+
+  return plan, asked
+
+
+class ChooseTest(tf.test.TestCase, parameterized.TestCase):
+
+  @parameterized.parameters(
+      # The costliest over MIN_EPOCHS; the next named as rejected.
+      ((200, 80, 30), 'mobilenet_v2', 'resnet50_os16', 3),
+      ((200, 80, 60), 'resnet50_os16', None, 3),
+      # The cheapest under it: no costlier one is measured.
+      ((40, 80, 60), 'mobilenet_v2_035', None, 1),
+      # A costlier one over a budget stops the search.
+      ((200, None, 60), 'mobilenet_v2_035', None, 2))
+  def test_choice(self, epochs, chosen, rejected, planned):
+    names = [b.name for b in plan_search.BACKBONES]
+    plan, asked = _planned(dict(zip(names, epochs)))
+    candidate, other = plan_search.choose(plan)
+    self.assertEqual(candidate.backbone.name, chosen)
+    self.assertEqual(other and other.backbone.name, rejected)
+    self.assertEqual(asked, names[:planned])
+    self.assertNotIn('\n', plan_search.backbone_choice(candidate,
+                                                       other).reason)
+
+  def test_the_cheapest_over_a_budget_stops(self):
+    plan, _ = _planned({b.name: None for b in plan_search.BACKBONES})
+    with self.assertRaisesRegex(validation.ConfigurationError, 'over'):
+      plan_search.choose(plan)
+
+  def test_backbone_bindings_are_written_as_given(self):
+    plan, _ = _planned({b.name: 100 for b in plan_search.BACKBONES})
+    candidate = plan(plan_search.BACKBONES[0])
+    choice = plan_search.backbone_choice(candidate, None)
+    self.assertEqual(choice.includes, ('backbones/mobilenet_v2.gin',))
+    self.assertEqual([f'{n} = {v!r}' for n, v in choice.bindings],
+                     list(plan_search.BACKBONES[0].bindings))
+
+
+if __name__ == '__main__':
+  tf.test.main()

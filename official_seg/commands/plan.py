@@ -26,6 +26,7 @@ from official_seg.data import image_classes
 from official_seg.data import input_fn
 from official_seg.data import split_metadata
 from official_seg.data import storage
+from official_seg.datasets import plan_file
 from official_seg.datasets import plan_search
 from official_seg.datasets import planner
 from official_seg.datasets import sampling_advice
@@ -139,7 +140,7 @@ def _measure(layers, params):
 
 
 def _choices(info, train, facts, dataset_gin, budgets, backbones):
-  """Every (title, `planner.Choice`) of the plan, in the file's order."""
+  """Every (title, `plan_file.Choice`) of the plan, in the file's order."""
   params = seg_flags.gin_params(flag_values=FLAGS)
   shares = stats.class_shares(train)
   loss = planner.loss_choice(shares, info.class_names)
@@ -162,7 +163,8 @@ def _choices(info, train, facts, dataset_gin, budgets, backbones):
       ('evaluation', chosen.evaluation),
       ('batch', plan_search.batch_choice(chosen, budgets[1])),
       ('steps', plan_search.steps_choice(chosen, budgets[0])),
-      ('schedule', planner.schedule_choice(chosen.steps)),
+      ('schedule', planner.schedule_choice(
+          chosen.steps, chosen.measurement.seconds, budgets[0])),
       ('scale', planner.scale_choice(crop, *facts.objects, output_stride)),
       ('normalisation', planner.normalization_choice(mean, std,
                                                      info.train_split)),
@@ -205,7 +207,7 @@ def _main(argv):
       f'  train_and_eval --gin_file={FLAGS.output} --model_dir=<run>',
       'Each choice says why; edit freely.']
   includes = [_BASE] + [_absolute(p) for p in dataset_gin]
-  text = planner.gin_text(header, includes, choices,
+  text = plan_file.gin_text(header, includes, choices,
                           seg_flags.gin_params(flag_values=FLAGS))
   storage.write_whole(FLAGS.output, text)
   print(text, end='')

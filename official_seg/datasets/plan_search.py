@@ -3,6 +3,7 @@
 import collections
 
 from official_seg import validation
+from official_seg.datasets import plan_file
 from official_seg.datasets import planner
 
 # What one training step cost on this machine: seconds, and the peak
@@ -147,7 +148,7 @@ def choose(plan, backbones=BACKBONES):
 
 
 def backbone_choice(chosen, rejected):
-  """`planner.Choice` of the backbone's gin file and bindings."""
+  """`plan_file.Choice` of the backbone's gin file and bindings."""
   reason = (f'{chosen.backbone.name} trains {chosen.epochs:.0f} epochs in the '
             f'budget')
   if rejected is not None:
@@ -156,25 +157,26 @@ def backbone_choice(chosen, rejected):
   elif chosen.epochs < MIN_EPOCHS:
     reason += f', under {MIN_EPOCHS}, but it is the cheapest'
   bindings = [tuple(b.split(' = ')) for b in chosen.backbone.bindings]
-  return planner.Choice((chosen.backbone.gin_file,),
-                        [(name, planner.Reference(value))
-                         for name, value in bindings],
-                        reason + ' (from scratch).')
+  return plan_file.Choice(
+      (chosen.backbone.gin_file,),
+      [(name, plan_file.Reference(value)) for name, value in bindings],
+      reason + ' (from scratch).')
 
 
 def batch_choice(candidate, memory_budget):
-  """`planner.Choice` of TRAIN_BATCH_SIZE, naming every measurement."""
+  """`plan_file.Choice` of TRAIN_BATCH_SIZE, naming every measurement."""
   measured = ', '.join(f'{b}: {m.peak_bytes / _MIB:.0f} MiB'
                        for b, m in sorted(candidate.taken.items()))
-  return planner.Choice((), [('TRAIN_BATCH_SIZE', candidate.batch)],
-                        f'measured peaks by batch ({measured}) against the '
-                        f'memory budget of {memory_budget / _MIB:.0f} MiB, '
-                        f'at most {MAX_BATCH} and the training images.')
+  return plan_file.Choice(
+      (), [('TRAIN_BATCH_SIZE', candidate.batch)],
+      f'measured peaks by batch ({measured}) against the '
+      f'memory budget of {memory_budget / _MIB:.0f} MiB, '
+      f'at most {MAX_BATCH} and the training images.')
 
 
 def steps_choice(candidate, time_budget):
-  """`planner.Choice` of TRAIN_STEPS, naming the measured step."""
-  return planner.Choice(
+  """`plan_file.Choice` of TRAIN_STEPS, naming the measured step."""
+  return plan_file.Choice(
       (), [('TRAIN_STEPS', candidate.steps)],
       f'{time_budget:.0f} s less {planner.OVERHEAD_SECONDS:.0f} s of '
       f'start-up and exports and {candidate.eval_seconds:.0f} s of '

@@ -1,18 +1,15 @@
 """Training settings planned from a split's facts and a step's measured cost, each with its one-line reason."""
 
-import collections
 import math
 import re
 
 import numpy as np
 
 from official_seg import validation
+from official_seg.datasets import plan_file
 from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats as stats_lib
 
-# includes: gin files (shipped, relative to gin/) the choice needs;
-# bindings: list of (gin binding, value); reason: one line.
-Choice = collections.namedtuple('Choice', ['includes', 'bindings', 'reason'])
 # DeepLab's training crop, the largest side planned.
 LARGEST_CROP = 513
 # A crop holds an object of the largest mean size with as much context.
@@ -26,19 +23,14 @@ OVERHEAD_SECONDS = 90.0
 # A forward pass costs about a third of a training step (forward and
 # backward) per pixel.
 FORWARD_SHARE = 1 / 3
+# Seconds of training between checkpoints: what a crash may cost.
+CHECKPOINT_SECONDS = 600.0
 # The warm-up's share of the steps.
 WARMUP_SHARE = 0.05
 # From scratch in a short run Adam gets where momentum SGD needs several
 # times the steps (gin/experiments/quickstart.gin, docs/performance.md).
 OPTIMIZER = '@tf.train.AdamOptimizer'
 LEARNING_RATE = 0.01
-
-
-class Reference(str):
-  """A gin reference or macro, written without quotes."""
-
-  def __repr__(self):
-    return str(self)
 
 
 _SECONDS = {'s': 1, 'm': 60, 'h': 3600}
@@ -127,15 +119,16 @@ def crop_choice(median, largest_object, output_stride):
     output_stride: int, the backbone's.
 
   Returns:
-    `Choice`.
+    `plan_file.Choice`.
   """
   crop = [stride_side(min(max(m, CONTEXT * largest_object), LARGEST_CROP),
                       output_stride) for m in median]
-  return Choice((), [('CROP_SIZE', crop)],
-                f'the median training image is {median[0]:g}x{median[1]:g} '
-                f'and the largest mean object {largest_object:.0f} px a side: '
-                f'crops cover both (twice the object), capped at '
-                f'{LARGEST_CROP}, at output stride {output_stride} x k + 1.')
+  return plan_file.Choice(
+      (), [('CROP_SIZE', crop)],
+      f'the median training image is {median[0]:g}x{median[1]:g} '
+      f'and the largest mean object {largest_object:.0f} px a side: '
+      f'crops cover both (twice the object), capped at '
+      f'{LARGEST_CROP}, at output stride {output_stride} x k + 1.')
 
 
 def window_count(length, window):
@@ -160,23 +153,25 @@ def eval_choice(largest, crop, batch, output_stride):
     output_stride: int.
 
   Returns:
-    (`Choice`, the pixels one evaluated image runs through the model).
+    (`plan_file.Choice`, the pixels one evaluated image runs through the
+    model).
   """
   whole = [stride_side(side, output_stride) for side in largest]
   budget = batch * crop[0] * crop[1]
   if whole[0] * whole[1] <= budget:
-    return Choice((), [('EVAL_CROP_SIZE', whole), ('WINDOW_SIZE', None)],
-                  f'the largest evaluation image, {largest[0]}x{largest[1]}, '
-                  f'holds no more pixels than a training batch ({batch} x '
-                  f'{crop[0]}x{crop[1]}): whole images.'), whole[0] * whole[1]
+    return plan_file.Choice(
+        (), [('EVAL_CROP_SIZE', whole), ('WINDOW_SIZE', None)],
+        f'the largest evaluation image, {largest[0]}x{largest[1]}, holds no '
+        f'more pixels than a training batch ({batch} x {crop[0]}x{crop[1]}): '
+        'whole images.'), whole[0] * whole[1]
   windows = window_count(largest[0], crop[0]) * window_count(largest[1],
                                                              crop[1])
-  return Choice((), [('EVAL_CROP_SIZE', list(crop)), ('WINDOW_SIZE',
-                                                      list(crop))],
-                f'the largest evaluation image, {largest[0]}x{largest[1]}, '
-                f'holds more pixels than a training batch ({batch} x '
-                f'{crop[0]}x{crop[1]}): windows of the training crop, '
-                f'{windows} an image.'), windows * crop[0] * crop[1]
+  return plan_file.Choice(
+      (), [('EVAL_CROP_SIZE', list(crop)), ('WINDOW_SIZE', list(crop))],
+      f'the largest evaluation image, {largest[0]}x{largest[1]}, holds more '
+      f'pixels than a training batch ({batch} x {crop[0]}x{crop[1]}): '
+      f'windows of the training crop, {windows} an image.'), (
+          windows * crop[0] * crop[1])
 
 
 def _rounded_scale(value, up):
@@ -194,17 +189,17 @@ def scale_choice(crop, smallest_object, largest_object, output_stride):
   on DeepLab's 0.25 steps, with 1.0 always inside.
 
   Returns:
-    `Choice` binding MIN_SCALE_FACTOR and MAX_SCALE_FACTOR.
+    `plan_file.Choice` binding MIN_SCALE_FACTOR and MAX_SCALE_FACTOR.
   """
   high = min(SCALE_RANGE[1], max(1.0, _rounded_scale(
       min(crop) / max(largest_object, 1.0), up=False)))
   low = max(SCALE_RANGE[0], min(1.0, _rounded_scale(
       output_stride / max(smallest_object, 1.0), up=True)))
-  return Choice((), [('MIN_SCALE_FACTOR', low), ('MAX_SCALE_FACTOR', high)],
-                f'objects are {smallest_object:.0f}-{largest_object:.0f} px a '
-                f'side: scaled by {low:g}-{high:g} the largest still fits '
-                f'the crop and the smallest spans {output_stride} px '
-                '(within DeepLab\'s 0.5-2).')
+  return plan_file.Choice(
+      (), [('MIN_SCALE_FACTOR', low), ('MAX_SCALE_FACTOR', high)],
+      f'objects are {smallest_object:.0f}-{largest_object:.0f} px a side: '
+      f'scaled by {low:g}-{high:g} the largest still fits the crop and the '
+      f'smallest spans {output_stride} px (within DeepLab\'s 0.5-2).')
 
 
 def check_time_budget(time_budget):
@@ -262,67 +257,63 @@ def loss_choice(shares, names):
     names: C str.
 
   Returns:
-    `Choice`.
+    `plan_file.Choice`.
   """
   rare = [c for c in range(len(shares))
           if 0 < shares[c] < sampling_advice.RARE_SHARE]
   if not rare:
-    return Choice((), [], f'every class with pixels covers '
-                  f'{sampling_advice.RARE_SHARE:g}% of them or more: '
-                  'cross-entropy, the default loss.')
+    return plan_file.Choice(
+        (), [], f'every class with pixels covers '
+        f'{sampling_advice.RARE_SHARE:g}% of them or more: '
+        'cross-entropy, the default loss.')
   listed = ', '.join(f'{names[c]} {shares[c]:.2f}%' for c in rare)
-  return Choice(('losses/ce_dice.gin',), [],
-                f'{listed} of the labelled pixels: cross-entropy plus Dice, '
-                'in which a rare class weighs as much as any '
-                '(docs/your_own_data.md).')
+  return plan_file.Choice(
+      ('losses/ce_dice.gin',), [],
+      f'{listed} of the labelled pixels: cross-entropy plus Dice, '
+      'in which a rare class weighs as much as any '
+      '(docs/your_own_data.md).')
 
 
 def sampling_choices(suggestions):
   """The sampling suggestions (`sampling_advice.suggest`) as `Choice`s."""
-  return [Choice((), list(s.bindings), s.reason) for s in suggestions]
+  return [plan_file.Choice((), list(s.bindings), s.reason)
+          for s in suggestions]
 
 
 def normalization_choice(mean, std, split):
   """Parser.mean_rgb and .stddev_rgb: the training split's per channel."""
-  return Choice((), stats_lib.normalization_bindings(mean, std),
-                f'the mean and deviation of each channel over split '
-                f'{split!r}.')
+  return plan_file.Choice(
+      (), stats_lib.normalization_bindings(mean, std),
+      f'the mean and deviation of each channel over split '
+      f'{split!r}.')
 
 
-def schedule_choice(steps):
-  """A linear warm-up, then DeepLab's poly decay to 0 at the last step."""
-  warmup = max(1, round(WARMUP_SHARE * steps))
-  return Choice(('schedules/poly_warmup.gin',), [
-      ('make_optimizer.optimizer', Reference(OPTIMIZER)),
-      ('BASE_LEARNING_RATE', LEARNING_RATE),
-      ('WARMUP_STEPS', warmup),
-      ('build_run_config.save_checkpoints_steps', steps)],
-                f'Adam at {LEARNING_RATE:g} from scratch, warmed up over '
-                f'{warmup} steps ({WARMUP_SHARE:.0%}), poly decay to 0 at '
-                f'step {steps}; one checkpoint and evaluation, at the end.')
+def schedule_choice(steps, step_seconds, time_budget):
+  """A linear warm-up, then DeepLab's poly decay to 0 at the last step.
 
-
-def gin_text(header, includes, choices, extra_bindings=()):
-  """The plan as a gin layer: comments, includes, then each choice.
+  Checkpoints come every `CHECKPOINT_SECONDS` of steps, so a stopped run
+  resumes near where it stopped; evaluations wait for the last one (the
+  throttle is the whole budget), whose cost the steps were planned around.
 
   Args:
-    header: list of str, the opening comment lines (without '#').
-    includes: list of str, gin files the plan builds on, in order.
-    choices: list of (title, `Choice`).
-    extra_bindings: list of str, bindings given to the planner, last.
+    steps: int, the planned steps.
+    step_seconds: float, the measured seconds of one step.
+    time_budget: float, the run's seconds.
 
   Returns:
-    str, ending in a newline.
+    A `plan_file.Choice`.
   """
-  lines = [f'# {line}' if line else '#' for line in header]
-  lines += ['import official_seg.data.crop_sampling',
-            'import official_seg.data.preprocess']
-  every = list(includes) + [f for _, c in choices for f in c.includes]
-  lines += [f'include {path!r}' for path in dict.fromkeys(every)]
-  for title, choice in choices:
-    lines += ['', f'# {title}: {choice.reason}']
-    lines += [f'{name} = {value!r}' for name, value in choice.bindings]
-  if extra_bindings:
-    lines += ['', '# Given to the planner with --gin_param and --data_dir.']
-    lines += list(extra_bindings)
-  return '\n'.join(lines) + '\n'
+  warmup = max(1, round(WARMUP_SHARE * steps))
+  every = max(1, min(steps, round(CHECKPOINT_SECONDS / step_seconds)))
+  return plan_file.Choice(
+      ('schedules/poly_warmup.gin',), [
+          ('make_optimizer.optimizer', plan_file.Reference(OPTIMIZER)),
+          ('BASE_LEARNING_RATE', LEARNING_RATE),
+          ('WARMUP_STEPS', warmup),
+          ('build_run_config.save_checkpoints_steps', every),
+          ('run.throttle_secs', math.ceil(time_budget))],
+      f'Adam at {LEARNING_RATE:g} from scratch, warmed up over '
+      f'{warmup} steps ({WARMUP_SHARE:.0%}), poly decay to 0 at '
+      f'step {steps}; a checkpoint every {every} steps (about '
+      f'{CHECKPOINT_SECONDS / 60:.0f} minutes), one evaluation, '
+      'at the end.')

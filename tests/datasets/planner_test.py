@@ -4,7 +4,6 @@ import collections
 import math
 
 from absl.testing import parameterized
-import gin
 import numpy as np
 import tensorflow as tf
 
@@ -134,12 +133,20 @@ class StepsTest(tf.test.TestCase):
       planner.steps_choice(planner.OVERHEAD_SECONDS + 10, 20.0, 0.0)
 
   def test_schedule_warms_up_over_a_twentieth(self):
-    bindings = dict(planner.schedule_choice(1000).bindings)
+    # 1000 steps of 2 s: a checkpoint every 600 s / 2 s = 300 steps, and
+    # evaluation throttled for the whole hour, so only the last one runs.
+    bindings = dict(planner.schedule_choice(1000, 2.0, 3600.0).bindings)
     self.assertEqual(bindings['WARMUP_STEPS'], 50)
     self.assertEqual(bindings['build_run_config.save_checkpoints_steps'],
-                     1000)
-    self.assertEqual(planner.schedule_choice(3).bindings[2],
+                     300)
+    self.assertEqual(bindings['run.throttle_secs'], 3600)
+    self.assertEqual(planner.schedule_choice(3, 2.0, 60.0).bindings[2],
                      ('WARMUP_STEPS', 1))
+
+  def test_a_run_shorter_than_a_checkpoint_saves_at_its_end(self):
+    bindings = dict(planner.schedule_choice(40, 5.0, 300.0).bindings)
+    self.assertEqual(bindings['build_run_config.save_checkpoints_steps'],
+                     40)
 
 
 class LossTest(tf.test.TestCase):
@@ -154,32 +161,6 @@ class LossTest(tf.test.TestCase):
     choice = planner.loss_choice(np.array([50.0, 49.0, 1.0, 0.0]),
                                  ['a', 'b', 'c', 'unseen'])
     self.assertEqual((choice.includes, choice.bindings), ((), []))
-
-
-class GinTextTest(tf.test.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    gin.clear_config()
-
-  def test_text_parses_with_every_choice_and_reason(self):
-    choices = [
-        ('scale', planner.scale_choice([129, 129], 8, 40, 16)),
-        ('normalisation', planner.normalization_choice([1.0, 2.0],
-                                                       [0.5, 0.0], 'train')),
-        ('schedule', planner.schedule_choice(100))]
-    text = planner.gin_text(['A plan.'], [], choices,
-                            ["DATA_DIR = '/data'"])
-    # The schedule file is included; bindings of the modules' configurables.
-    self.assertIn("include 'schedules/poly_warmup.gin'", text)
-    for title, choice in choices:
-      self.assertIn(f'# {title}: {choice.reason}\n', text)
-    body = '\n'.join(line for line in text.splitlines()
-                     if not line.startswith('include'))
-    gin.parse_config(body, skip_unknown=True)
-    self.assertEqual(gin.query_parameter('%MIN_SCALE_FACTOR'), 1.0)
-    self.assertEqual(gin.query_parameter('Parser.stddev_rgb'), [0.5, 1.0])
-    self.assertEqual(gin.query_parameter('%DATA_DIR'), '/data')
 
 
 if __name__ == '__main__':

@@ -12,6 +12,7 @@ from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import lovasz
 from official_seg.modeling import region_losses
+from official_seg.modeling import sigmoid_losses
 from official_seg.runtime import components as components_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
@@ -120,6 +121,9 @@ _LOSS_FILES = {
     'focal.gin': losses.focal_loss,
     'lovasz.gin': lovasz.lovasz_softmax_loss,
     'tversky.gin': region_losses.tversky_loss,
+    'sigmoid_bce.gin': sigmoid_losses.binary_cross_entropy_loss,
+    'sigmoid_dice.gin': sigmoid_losses.sigmoid_dice_loss,
+    'sigmoid_bce_dice.gin': sigmoid_losses.bce_dice_loss,
 }
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.commands import build_tfrecords
 from official_seg.commands import predict_images
 from official_seg.runtime import experiment
@@ -68,6 +69,14 @@ class SigmoidEndToEndTest(tf.test.TestCase):
         label_dir=os.path.join(cls.root, 'raw', 'masks'),
         split_list_dir=os.path.join(cls.root, 'raw', 'lists'),
         class_masks=True, output_dir=cls.data_dir, num_workers=1)
+    cls._parse()
+    cls.model_dir = os.path.join(cls.root, 'model')
+    experiment.run('train_and_eval', cls.model_dir)
+    experiment.run('export', cls.model_dir)
+    gin.clear_config()
+
+  @classmethod
+  def _parse(cls):
     gin.clear_config()
     gin_config.parse(
         ['experiments/quickstart.gin',
@@ -75,10 +84,6 @@ class SigmoidEndToEndTest(tf.test.TestCase):
         testing_utils.tiny_bindings(
             cls.data_dir, train_steps=2,
             extra=['OutputKind.thresholds = [0.5, 0.4]']))
-    cls.model_dir = os.path.join(cls.root, 'model')
-    experiment.run('train_and_eval', cls.model_dir)
-    experiment.run('export', cls.model_dir)
-    gin.clear_config()
 
   @classmethod
   def tearDownClass(cls):
@@ -126,6 +131,13 @@ class SigmoidEndToEndTest(tf.test.TestCase):
                                                   stem + '.png')))
       np.testing.assert_array_equal(
           labels, (masks[0] > 0) * 1 + (masks[1] > 0) * 2)
+
+  def test_tflite_export_stops_with_one_line(self):
+    self._parse()
+    self.addCleanup(gin.clear_config)
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'exports a SavedModel only'):
+      experiment.run('export_tflite', self.model_dir)
 
 
 if __name__ == '__main__':

@@ -183,6 +183,20 @@ def unlabeled_stream(dataset,
                                labeled_batch_size)
 
 
+def check_output_kind(options, components):
+  """What the sigmoid output kind cannot be combined with.
+
+  Raises:
+    validation.ConfigurationError: semi-supervised training, whose pseudo
+      labels are one class per pixel.
+  """
+  if options.semi_supervised and components.inference.output.sigmoid:
+    raise validation.ConfigurationError(
+        "OutputKind.kind = 'sigmoid' cannot train semi-supervised (its "
+        'pseudo labels are one class per pixel); leave out '
+        'gin/semi_supervised/ or the sigmoid head.')
+
+
 @gin.configurable(denylist=['run_config'])
 @validation.checked(train_batch_size=validation.POSITIVE_WHOLE,
                     eval_batch_size=validation.POSITIVE_WHOLE)
@@ -217,6 +231,7 @@ def build_estimator(run_config,
   dataset = dataset_info.DatasetInfo()
   options = model_fn_lib.ModelFnOptions()
   components = components_lib.Components()
+  check_output_kind(options, components)
   model_fn = model_fn_lib.make_model_fn(dataset, options, components)
   values = components.inference.output.label_values(dataset.num_classes)
   eval_parser = make_parser(False, dataset, components.inference.window_size,

@@ -220,11 +220,11 @@ def _write_maps(stem, outputs):
               outputs[kind].astype(np.float32))
 
 
-def _write_class_maps(stem, outputs, class_names):
+def _write_class_maps(stem, outputs, model):
   """A sigmoid export's masks/<class>/<stem>.png (0 and 255) and .npy maps."""
   if 'masks' not in outputs:
     return
-  for index, name in enumerate(class_names):
+  for index, name in enumerate(model.metadata['class_names']):
     folder = os.path.join(FLAGS.output_dir, 'masks', name)
     os.makedirs(folder, exist_ok=True)
     visualize.write_label_png(os.path.join(folder, stem + '.png'),
@@ -279,7 +279,7 @@ def _predict_all(model, stems, palette, scored, label_paths):
                                expand_animations=False).numpy()
     _write_outputs(stem, image, outputs['semantic'], palette)
     _write_maps(stem, outputs)
-    _write_class_maps(stem, outputs, model.metadata.get('class_names', []))
+    _write_class_maps(stem, outputs, model)
     if scored:
       counts = counts + _score(scored, outputs, label_paths[stem], colours)
     progress.update(index + 1)

@@ -34,6 +34,7 @@ SLOWEST_FIRST = (
     'tests/runtime/preemption_test.py',
     'tests/train_and_eval_test.py',
     'tests/commands/cross_validate_test.py',
+    'tests/sigmoid_e2e_test.py',
     'tests/training/warm_start_test.py',
     'tests/semi_supervised/step_test.py',
     'tests/runtime/model_fn_test.py',

@@ -6,10 +6,13 @@
     --label_dir=masks --dataset_gin=my_dataset.gin --output_dir=data/mine
   build_tfrecords --layout=folders --image_dir=imgs \
     --label_dir=colour_masks --palette=labelmap.txt --output_dir=data/mine
+  build_tfrecords --layout=folders --image_dir=imgs \
+    --label_dir=class_masks --class_masks --output_dir=data/mine
 
 Bad data or flags print one line naming the file or flag and exit with 2.
 """
 
+import functools
 import os
 import sys
 import time
@@ -63,6 +66,13 @@ flags.DEFINE_string(
 flags.DEFINE_bool('unknown_colours_to_ignore', False,
                   'With --palette: colours of no class become the ignore '
                   'label instead of an error.', flag_values=FLAGS)
+flags.DEFINE_bool('class_masks', False,
+                  'folders: --label_dir holds a folder of binary masks per '
+                  'class, <class>/<image stem>.png (0 absent, 1 or 255 '
+                  'present; classes may overlap). Each label becomes their '
+                  'bit mask, for the sigmoid output kind, and '
+                  '<output_dir>/dataset.gin is written for them.',
+                  flag_values=FLAGS)
 flags.mark_flags_as_required(['layout', 'output_dir'], flag_values=FLAGS)
 
 
@@ -137,28 +147,77 @@ def dataset(colours=None):
   return _info(num_classes=FLAGS.num_classes, ignore_label=FLAGS.ignore_label)
 
 
-def convert_all(colours):
+def _class_mask_names():
+  """The classes of --class_masks (its folders), or None without it.
+
+  Raises:
+    validation.ConfigurationError: with another layout, --palette or
+      --dataset_gin; a --label_dir without 1 to 7 class folders.
+  """
+  if not FLAGS.class_masks:
+    return None
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.datasets import class_masks
+  if FLAGS.layout != 'folders' or FLAGS.palette or FLAGS.dataset_gin:
+    raise validation.ConfigurationError(
+        '--class_masks gives the classes (the folders of --label_dir): it '
+        'needs --layout=folders and takes neither --palette nor '
+        '--dataset_gin.')
+  return class_masks.class_names(FLAGS.label_dir)
+
+
+def _split_pairs(split, names):
+  """The pairs of a split; with class masks, checked for every class."""
+  if names is None:
+    return layouts.find_pairs(
+        FLAGS.layout, split, FLAGS.input_dir, FLAGS.image_dir,
+        FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
+  # pylint: disable-next=g-import-not-at-top
+  from official_seg.datasets import class_masks
+  pairs = layouts.folder_pairs(FLAGS.image_dir,
+                               os.path.join(FLAGS.label_dir, names[0]), split,
+                               FLAGS.split_list_dir)
+  return class_masks.mask_pairs(pairs, FLAGS.label_dir, names)
+
+
+def _summary_text(summary, info, names):
+  """The closing report of a split: its classes' pixels."""
+  # pylint: disable=g-import-not-at-top
+  from official_seg.datasets import class_masks
+  from official_seg.datasets import convert
+  # pylint: enable=g-import-not-at-top
+  if names is None:
+    return convert.format_summary(summary, info)
+  return (f'{summary.split}: {summary.num_images} images in '
+          f'{summary.num_shards} shards ({summary.pattern})\n' +
+          class_masks.format_counts(summary.class_counts, names))
+
+
+def convert_all(colours, names=None):
   """Converts each split, printing its summary; the written gin file's path."""
-  from official_seg.datasets import convert  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from official_seg.datasets import class_masks
+  from official_seg.datasets import convert
+  # pylint: enable=g-import-not-at-top
   info = dataset(colours)
   lookup = layouts.layout_lookup(FLAGS.layout, info.num_classes,
                                  info.ignore_label)
   valid_text = convert.valid_label_text(FLAGS.layout, info)
-  splits = FLAGS.splits or ['train', 'val']
-  for split in splits:
+  encode_fn = names and functools.partial(
+      class_masks.encode_pair, mask_dir=FLAGS.label_dir, names=names)
+  for split in FLAGS.splits or ['train', 'val']:
     start = time.time()
-    pairs = layouts.find_pairs(
-        FLAGS.layout, split, FLAGS.input_dir, FLAGS.image_dir,
-        FLAGS.label_dir, FLAGS.split_list_dir, FLAGS.label_subdir)
     summary = convert.convert_split(
-        pairs, FLAGS.output_dir, split, lookup, valid_text, FLAGS.num_shards,
-        FLAGS.num_workers, FLAGS.overwrite, colours=colours,
-        unknown_to_ignore=FLAGS.unknown_colours_to_ignore)
+        _split_pairs(split, names), FLAGS.output_dir, split, lookup,
+        valid_text, FLAGS.num_shards, FLAGS.num_workers, FLAGS.overwrite,
+        colours=colours, unknown_to_ignore=FLAGS.unknown_colours_to_ignore,
+        encode_fn=encode_fn)
     elapsed = time.time() - start
-    print(convert.format_summary(summary, info))
+    print(_summary_text(summary, info, names))
     print(f'  {elapsed:.1f}s, {summary.num_images / elapsed:.1f} images/s '
           f'with {FLAGS.num_workers} workers')
-  return colours and convert.write_dataset_gin(colours, FLAGS.output_dir)
+  return colours and convert.write_dataset_gin(
+      colours, FLAGS.output_dir, class_masks.GIN_LINES if names else ())
 
 
 def _main(argv):
@@ -169,7 +228,12 @@ def _main(argv):
   from official_seg.data import storage
   storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
   colours = _palette_colours() if FLAGS.palette else None
-  gin_path = convert_all(colours)
+  names = _class_mask_names()
+  if names:
+    # pylint: disable-next=g-import-not-at-top
+    from official_seg.datasets import class_masks
+    colours = class_masks.colour_map(FLAGS.label_dir, names)
+  gin_path = convert_all(colours, names)
   if gin_path:
     print(f'Wrote {gin_path}; train with\n  train_and_eval '
           f'--gin_file=gin/experiments/quickstart.gin --gin_file={gin_path} '

@@ -12,7 +12,10 @@ For each image <stem> it writes labels/<stem>.png (class ids, one channel),
 colored/<stem>.png and overlay/<stem>.png; with a SavedModel also
 confidence/<stem>.npy (each pixel's top probability) and entropy/<stem>.npy
 (of its probabilities, in nats), float32 at the image's size, after the
-export's fitted temperature (fit_temperature) when it has one. With
+export's fitted temperature (fit_temperature) when it has one; a sigmoid
+(multi-label) export's labels/ hold the bit mask of its classes, and it
+writes masks/<class>/<stem>.png (255 where the class is predicted) and
+class_probabilities/<stem>.npy (float32 [H, W, classes]) instead. With
 --label_dir (class-id PNGs, or colour masks in the export's palette or
 --palette) also the table of per-class IoU, Dice/F1, precision, recall and
 Boundary IoU with their means, metrics.json (with the expected calibration
@@ -217,6 +220,21 @@ def _write_maps(stem, outputs):
               outputs[kind].astype(np.float32))
 
 
+def _write_class_maps(stem, outputs, model):
+  """A sigmoid export's masks/<class>/<stem>.png (0 and 255) and .npy maps."""
+  if 'masks' not in outputs:
+    return
+  for index, name in enumerate(model.metadata['class_names']):
+    folder = os.path.join(FLAGS.output_dir, 'masks', name)
+    os.makedirs(folder, exist_ok=True)
+    visualize.write_label_png(os.path.join(folder, stem + '.png'),
+                              outputs['masks'][..., index] * 255)
+  folder = os.path.join(FLAGS.output_dir, 'class_probabilities')
+  os.makedirs(folder, exist_ok=True)
+  np.save(os.path.join(folder, stem + '.npy'),
+          outputs['class_probabilities'].astype(np.float32))
+
+
 def _predict_one(model, encoded, path):
   """The outputs of one image: 'semantic', and the maps a SavedModel gives."""
   if isinstance(model, predictor.Predictor):
@@ -226,6 +244,11 @@ def _predict_one(model, encoded, path):
 
 def _score(scored, outputs, label_path, colours):
   """Adds one image to `scored`; returns its ECE counts (0 without maps)."""
+  if 'masks' in outputs:
+    raise validation.ConfigurationError(
+        f'--label_dir={FLAGS.label_dir}: scoring a sigmoid (multi-label) '
+        'export is for train_and_eval --mode=eval; predict without '
+        '--label_dir.')
   truth = colour_masks.read_colour_label(
       label_path, colours, FLAGS.unknown_colours_to_ignore)
   scored.add(truth, outputs['semantic'])
@@ -256,6 +279,7 @@ def _predict_all(model, stems, palette, scored, label_paths):
                                expand_animations=False).numpy()
     _write_outputs(stem, image, outputs['semantic'], palette)
     _write_maps(stem, outputs)
+    _write_class_maps(stem, outputs, model)
     if scored:
       counts = counts + _score(scored, outputs, label_paths[stem], colours)
     progress.update(index + 1)
@@ -298,7 +322,8 @@ def _main(argv):
   if scored:
     _report(scored, model.global_step, counts,
             getattr(model, 'temperature', None))
-  kinds += [kind for kind in ('confidence', 'entropy')
+  kinds += [kind for kind in ('confidence', 'entropy', 'masks',
+                              'class_probabilities')
             if os.path.isdir(os.path.join(FLAGS.output_dir, kind))]
   print(f'Wrote {", ".join(kinds)} to {FLAGS.output_dir}')
 

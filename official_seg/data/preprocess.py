@@ -217,6 +217,11 @@ class Parser:
     return self._ignore_label
 
   @property
+  def label_values(self):
+    """The label values below which a label is valid, or None (unchecked)."""
+    return self._num_classes
+
+  @property
   def resize_range(self):
     """(min_resize_value, max_resize_value, resize_factor); None when unset."""
     return self._resize

@@ -108,7 +108,7 @@ def agreed_kind(kind, item, pair, first):
 
 def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
                   num_workers=1, overwrite=False, progress=True, colours=None,
-                  unknown_to_ignore=False):
+                  unknown_to_ignore=False, encode_fn=None):
   """Encodes and writes the pairs of one split as DeepLab shards.
 
   The split's `split_metadata` file is written from the encoded pairs, after
@@ -127,6 +127,8 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
     colours: optional `colour_masks.ColourMap`: RGB(A) labels are colour
       masks of these classes; without it they are an error.
     unknown_to_ignore: bool, colours of no class become the ignore label.
+    encode_fn: optional pair -> `encode.Encoded`, in place of reading each
+      pair's label (picklable, e.g. a partial of `class_masks.encode_pair`).
 
   Returns:
     A `SplitSummary`.
@@ -138,7 +140,7 @@ def convert_split(pairs, output_dir, split, lookup, valid_text, num_shards=0,
   """
   num_shards = min(num_shards or auto_num_shards(pairs), len(pairs))
   clear_shards(output_dir, split, overwrite)
-  encode_fn = functools.partial(
+  encode_fn = encode_fn or functools.partial(
       colour_masks.encode_pair, lookup=lookup, valid_text=valid_text,
       colours=colours, unknown_to_ignore=unknown_to_ignore)
   tally = split_metadata.Tally()
@@ -230,13 +232,14 @@ def _crop_side(largest):
   return 16 * math.ceil(max(largest - 1, 0) / 16) + 1
 
 
-def dataset_gin_text(colours, data_dir, splits):
+def dataset_gin_text(colours, data_dir, splits, extra=()):
   """A dataset gin file for shards converted from colour masks.
 
   Args:
     colours: `colour_masks.ColourMap`, the classes and palette.
     data_dir: str, the folder of the shards.
     splits: dict of split name to its `split_metadata` dict, in order.
+    extra: lines to add at the end.
 
   Returns:
     str, gin text setting the dataset macros, `DatasetInfo.palette` and the
@@ -271,10 +274,10 @@ def dataset_gin_text(colours, data_dir, splits):
   if train == evaluate:
     lines[1:1] = [f'# Only split {train!r}: evaluation reads the training',
                   '# images; convert a val split for a fair score.']
-  return '\n'.join(lines) + '\n'
+  return '\n'.join(lines + list(extra)) + '\n'
 
 
-def write_dataset_gin(colours, output_dir):
+def write_dataset_gin(colours, output_dir, extra=()):
   """Writes `<output_dir>/dataset.gin` (`dataset_gin_text`) for its shards.
 
   Every split with a metadata file in `output_dir` is named, so converting
@@ -283,6 +286,7 @@ def write_dataset_gin(colours, output_dir):
   Args:
     colours: `colour_masks.ColourMap`, the classes and palette.
     output_dir: str, the folder of the shards.
+    extra: lines to add at the end (`dataset_gin_text`).
 
   Returns:
     str, the path written.
@@ -292,5 +296,6 @@ def write_dataset_gin(colours, output_dir):
     split = os.path.basename(path)[:-len('-metadata.json')]
     metadata[split] = split_metadata.read(output_dir, split)
   path = os.path.join(output_dir, 'dataset.gin')
-  storage.write_whole(path, dataset_gin_text(colours, output_dir, metadata))
+  storage.write_whole(path, dataset_gin_text(colours, output_dir, metadata,
+                                             extra))
   return path

@@ -2,6 +2,7 @@
 
 import functools
 
+from official_seg.evaluation import binary_masks
 from official_seg.evaluation import boundary
 from official_seg.evaluation import calibration
 from official_seg.evaluation import eval_summaries
@@ -9,7 +10,7 @@ from official_seg.evaluation import metrics
 
 
 def eval_metrics(features, labels, predictions, dataset, boundary_tolerance,
-                 probabilities=None):
+                 probabilities=None, masks=None):
   """TPUEstimatorSpec's `eval_metrics` of an evaluation batch.
 
   The device computes per-example counts (confusion matrices, contour-band
@@ -26,10 +27,16 @@ def eval_metrics(features, labels, predictions, dataset, boundary_tolerance,
     boundary_tolerance: int >= 1, the contour band's width in pixels.
     probabilities: optional float [B, H, W, C]; with them, the metrics hold
       the expected calibration error of their top probabilities.
+    masks: the sigmoid output kind's int32 [B, H, W, C] masks at the
+      thresholds, or None (softmax); with them, the metrics are
+      `binary_masks.eval_metrics`' (labels and predictions bit masks).
 
   Returns:
     (metric_fn, dict of its tensors).
   """
+  if masks is not None:
+    return binary_masks.eval_metrics(features, labels, masks, dataset,
+                                     boundary_tolerance)
   confusion = metrics.confusion_matrices(labels, predictions,
                                          dataset.num_classes,
                                          dataset.ignore_label)

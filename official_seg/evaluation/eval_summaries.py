@@ -2,6 +2,7 @@
 
 import io
 
+import numpy as np
 from PIL import Image
 import tensorflow as tf
 
@@ -92,9 +93,13 @@ def write_confusion_image(eval_dir, step, confusion, class_names):
   Args:
     eval_dir: str, the evaluator's folder (TensorBoard's 'eval' run).
     step: int, the evaluated global step.
-    confusion: [C, C] pixel counts, rows true class, columns predicted.
+    confusion: [C, C] pixel counts, rows true class, columns predicted;
+      the sigmoid output kind's [C, 2, 2] write no image (their counts are
+      in the `confusion_matrix-<step>.json` beside it).
     class_names: C names, on both axes.
   """
+  if np.ndim(confusion) == 3:
+    return
   png = visualize.confusion_heatmap_png(confusion, class_names,
                                         title=f'step {step}')
   width, height = Image.open(io.BytesIO(png)).size

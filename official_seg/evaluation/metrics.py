@@ -176,16 +176,20 @@ def scores_of_counts(confusion, boundary_counts):
   return per_class, overall
 
 
-def metric_fn(confusion, boundary_counts, valid, class_names):
+def metric_fn(confusion, boundary_counts, valid, class_names,
+              scores_fn=scores_of_counts):
   """Streaming metrics; runs on the host (TPU) or as eval_metric_ops (CPU/GPU).
 
   Accumulates in float64 so counts stay exact far beyond 2**24 pixels.
 
   Args:
-    confusion: int32 [B, C, C] from `confusion_matrices`.
+    confusion: int32 [B, C, C] from `confusion_matrices` (or the counts
+      `scores_fn` reads, e.g. `binary_masks.binary_confusions`).
     boundary_counts: int32 [B, C, 2] from `boundary.boundary_counts`.
     valid: float [B], 1 for real examples and 0 for batch padding.
     class_names: list of C class names, naming the per-class metrics.
+    scores_fn: (summed confusion, summed boundary counts) -> (per_class,
+      overall), as `scores_of_counts`.
 
   Returns:
     dict of metric name to (value, update_op): each name of `OVERALL`,
@@ -193,13 +197,12 @@ def metric_fn(confusion, boundary_counts, valid, class_names):
     'confusion_matrix', the matrix as a serialized tensor `Summary` (see
     `CONFUSION_MATRIX`).
   """
-  num_classes = len(class_names)
   total, update_cm = _accumulated('total_confusion_matrix', confusion,
-                                  [num_classes, num_classes])
+                                  confusion.shape[1:])
   bands, update_bands = _accumulated('total_boundary_counts',
-                                     boundary_counts, [num_classes, 2])
+                                     boundary_counts, [len(class_names), 2])
   images, update_images = _accumulated('num_images', valid, [])
-  per_class, overall = scores_of_counts(total, bands)
+  per_class, overall = scores_fn(total, bands)
 
   def update(name):
     return update_bands if 'boundary' in name else update_cm

@@ -91,13 +91,17 @@ def never_predicted(confusion, class_names):
   """The classes that are labelled but predicted for no pixel.
 
   Args:
-    confusion: [C, C] counts (NumPy or a list), rows true class.
+    confusion: [C, C] counts (NumPy or a list), rows true class; or the
+      sigmoid kind's [C, 2, 2] (`binary_masks.binary_confusions`).
     class_names: C names.
 
   Returns:
     list of names, in class order.
   """
   confusion = np.asarray(confusion)
-  return [name for name, labelled, predicted in zip(
-      class_names, confusion.sum(1), confusion.sum(0))
-          if labelled > 0 and predicted == 0]
+  if confusion.ndim == 3:
+    labelled, predicted = confusion[:, 1].sum(-1), confusion[:, :, 1].sum(-1)
+  else:
+    labelled, predicted = confusion.sum(1), confusion.sum(0)
+  return [name for name, truth, guess in zip(class_names, labelled, predicted)
+          if truth > 0 and guess == 0]

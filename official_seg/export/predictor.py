@@ -154,7 +154,9 @@ class Predictor:
       dict of arrays at the image's size: 'semantic' int32 [H, W] class
       ids; 'confidence' (top probability) and 'entropy' (nats) float32
       [H, W] from exports that serve them, of the probabilities divided by
-      the export's fitted temperature when it has one (`temperature`).
+      the export's fitted temperature when it has one (`temperature`); a
+      sigmoid export's 'masks' int32 and 'class_probabilities' float32
+      [H, W, C] instead.
 
     Raises:
       validation.ConfigurationError: as `__call__`.
@@ -169,7 +171,8 @@ class Predictor:
       raise validation.ConfigurationError(f'{name}: {detail}') from error
     height, width = int(outputs['height'][0]), int(outputs['width'][0])
     found = {key: outputs[key][0, :height, :width].numpy()
-             for key in ('semantic', 'confidence', 'entropy')
+             for key in ('semantic', 'confidence', 'entropy', 'masks',
+                         'class_probabilities')
              if key in outputs}
     if self.temperature is not None:
       found.update(self._tempered_maps(encoded, (height, width)))

@@ -77,6 +77,11 @@ def export_outputs(predictions, logits, features):
     decoded size; 'confidence' (the top probability) and 'entropy' (of the
     probabilities, in nats) float32 [B, max height, max width], 0 beyond
     each image (`uncertainty_outputs`).
+    The sigmoid output kind (`OutputKind`) serves, instead of 'confidence'
+    and 'entropy', 'masks' int32 [B, max height, max width, C], 1 where a
+    class's probability exceeds its threshold, and 'class_probabilities'
+    float32 of that shape, each class's sigmoid; 0 beyond each image; its
+    'semantic' is the masks' bit mask, sum of 2**c over the classes c.
   - `PROBABILITIES`: 'logits' float32 [B, H, W, C] of the single-scale pass,
     bilinearly resized to the input (with sliding windows, the log of the
     blended probabilities), 'probabilities' float32 [B, H, W, C],
@@ -86,7 +91,8 @@ def export_outputs(predictions, logits, features):
 
   Args:
     predictions: the PREDICT spec's dict with 'semantic' int32 [B, H, W] and
-      'probabilities' float32 [B, H, W, C].
+      'probabilities' float32 [B, H, W, C]; the sigmoid kind's also 'masks'
+      int32 [B, H, W, C].
     logits: float32 [B, H, W, C], `inference.predict_probabilities`'s
       logits at the input size.
     features: the model_fn features; the serving receiver adds
@@ -103,13 +109,17 @@ def export_outputs(predictions, logits, features):
       [features[ORIGINAL_HEIGHT], features[ORIGINAL_WIDTH]], axis=1)
   labels = labels_at_original_size(predictions['semantic'], sizes,
                                    original_sizes)
+  if 'masks' in predictions:
+    maps = class_outputs(predictions, sizes, original_sizes)
+  else:
+    maps = uncertainty_outputs(predictions['probabilities'], sizes,
+                               original_sizes)
   return {
       SERVING_DEFAULT: tf.estimator.export.PredictOutput(dict({
           'semantic': labels,
           'height': features[ORIGINAL_HEIGHT],
           'width': features[ORIGINAL_WIDTH],
-      }, **uncertainty_outputs(predictions['probabilities'], sizes,
-                               original_sizes))),
+      }, **maps)),
       PROBABILITIES: tf.estimator.export.PredictOutput({
           'logits': logits,
           'probabilities': predictions['probabilities'],
@@ -136,3 +146,25 @@ def uncertainty_outputs(probabilities, sizes, original_sizes):
                                       original_sizes)
           for name, fn in (('confidence', calibration.confidence),
                            ('entropy', calibration.entropy))}
+
+
+def class_outputs(predictions, sizes, original_sizes):
+  """The sigmoid kind's 'masks' and 'class_probabilities' at each decoded size.
+
+  Args:
+    predictions: dict with 'masks' int32 and 'probabilities' float32, each
+      [B, H, W, C] of the padded model input.
+    sizes: int32 [B, 2], each image's size inside the model input.
+    original_sizes: int32 [B, 2], each decoded image's size.
+
+  Returns:
+    dict of [B, max height, max width, C], 0 beyond each image.
+  """
+  def per_class(maps):
+    zero = tf.zeros([], maps.dtype)
+    return tf.stack([_at_original_size(maps[..., c], sizes, original_sizes,
+                                       zero)
+                     for c in range(maps.shape[-1])], -1)
+
+  return {'masks': per_class(predictions['masks']),
+          'class_probabilities': per_class(predictions['probabilities'])}

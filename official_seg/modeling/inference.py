@@ -7,10 +7,8 @@ import gin
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.modeling import outputs
 from official_seg.modeling import tiling
-
-# Floor of the probabilities whose log stands for logits with windows.
-_TINY = 1e-30
 
 
 def resize_aligned(features, size):
@@ -85,13 +83,14 @@ def _needs_base(base_logits, eval_scales, align_corners):
 
 
 def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images,
-                 align_corners=False):
+                 align_corners=False, activate=tf.nn.softmax):
   """Probabilities averaged over scales and flips, and the scale-1 logits.
 
   With `align_corners`, DeepLab's `predict_labels_multi_scale`: images
   scaled to `scale_dimension`, aligned-corner resizes, and the logits of a
   scale below 1 resized first to the scale-1 logits' size, as DeepLab's
   `multi_scale_logits` does (above 1, the size it resizes to is theirs).
+  `activate` turns logits into probabilities (`OutputKind.activate`).
 
   Returns:
     (float32 [B, H, W, C] probabilities, float32 [B, H, W, C] logits of the
@@ -108,13 +107,13 @@ def _multi_scale(model, images, base_logits, eval_scales, add_flipped_images,
     scaled = _scaled(images, scale, align_corners)
     for flip in ((False, True) if add_flipped_images else (False,)):
       if scale == 1.0 and not flip:
-        probabilities.append(tf.nn.softmax(plain))
+        probabilities.append(activate(plain))
         continue
       logits = run(_flip(scaled) if flip else scaled)
       if align_corners and scale < 1.0:
         logits = upsampled_logits(logits, tf.shape(base_logits)[1:3], True)
       logits = upsampled_logits(logits, size, align_corners)
-      probabilities.append(tf.nn.softmax(_flip(logits) if flip else logits))
+      probabilities.append(activate(_flip(logits) if flip else logits))
   return tf.add_n(probabilities) / float(len(probabilities)), plain
 
 
@@ -146,6 +145,8 @@ class InferenceOptions:
       corners, scaled sides `int((side - 1) * scale + 1)`, and a scale's
       logits below 1 resized to the scale-1 logits' size first. False:
       half-pixel resizes and sides `round(side * scale)`.
+    output: an `outputs.OutputKind`: softmax (the default) or per-class
+      sigmoids with thresholds (gin/heads/sigmoid.gin).
 
   Raises:
     validation.ConfigurationError: a setting of the wrong form; the message
@@ -159,6 +160,8 @@ class InferenceOptions:
   window_blending: str = 'uniform'
   window_batch_size: int = 4
   align_corners: bool = False
+  output: outputs.OutputKind = dataclasses.field(
+      default_factory=outputs.OutputKind)
 
   def __post_init__(self):
     validation.check(InferenceOptions, eval_scales=self.eval_scales,
@@ -175,11 +178,11 @@ class InferenceOptions:
 
 def predict_probabilities(model, images, options, base_logits=None,
                           with_logits=False):
-  """Softmax probabilities averaged over scales and flips, at the input size.
+  """Probabilities averaged over scales and flips, at the input size.
 
   Follows DeepLab's multi-scale inference: each scale (and its left-right
   flip) is run through the model, its logits are resized back to the input
-  size, and the softmax probabilities are averaged.
+  size, and the probabilities (`options.output`'s) are averaged.
 
   With `options.window_size`, the image is cut into overlapping windows
   (`tiling.tiled_probabilities`); each window runs the scales and flips
@@ -203,16 +206,17 @@ def predict_probabilities(model, images, options, base_logits=None,
   windows = options.windows()
   scales, flip = options.eval_scales, options.add_flipped_images
   align_corners = options.align_corners
+  activate = options.output.activate
   if windows is None:
     probabilities, logits = _multi_scale(model, images, base_logits, scales,
-                                         flip, align_corners)
+                                         flip, align_corners, activate)
     if with_logits and logits is None:
       logits = upsampled_logits(model(images, training=False)['logits'],
                                 tf.shape(images)[1:3], align_corners)
   else:
     probabilities = tiling.tiled_probabilities(
         lambda tiles: _multi_scale(model, tiles, None, scales, flip,
-                                   align_corners)[0],
+                                   align_corners, activate)[0],
         images, windows)
-    logits = tf.math.log(tf.maximum(probabilities, _TINY))
+    logits = options.output.logits_of(probabilities)
   return (probabilities, logits) if with_logits else probabilities

@@ -1,14 +1,17 @@
 """The builders an experiment trains, evaluates and exports with, bound once in gin."""
 
 import dataclasses
+import inspect
 from typing import Callable
 
 import gin
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.modeling import inference as inference_lib
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
+from official_seg.modeling import sigmoid_losses
 from official_seg.training import optimizers
 from official_seg.training import schedules
 from official_seg.training import updates as updates_lib
@@ -50,6 +53,9 @@ class Components:
   updates: updates_lib.UpdateOptions = dataclasses.field(
       default_factory=updates_lib.UpdateOptions)
 
+  def __post_init__(self):
+    _check_loss_kind(self.loss, self.inference.output)
+
   @property
   def labeled_loss(self):
     """`loss` on logits resized to the labels by the model's convention.
@@ -72,3 +78,24 @@ class Components:
       return self.loss(logits, labels, ignore_label)
 
     return aligned
+
+
+# The modules of our losses that read class ids, a softmax's labels.
+_SOFTMAX_LOSS_MODULES = ('official_seg.modeling.losses',
+                         'official_seg.modeling.region_losses',
+                         'official_seg.modeling.lovasz')
+
+
+def _check_loss_kind(loss, output):
+  """A loss of ours made for the other output kind is a configuration error."""
+  function = inspect.unwrap(loss)
+  name = getattr(function, '__name__', '')
+  if output.sigmoid and function.__module__ in _SOFTMAX_LOSS_MODULES:
+    raise validation.ConfigurationError(
+        f"Components.loss = @{name} is a softmax loss, but OutputKind.kind = "
+        "'sigmoid': bind one of gin/losses/sigmoid_*.gin "
+        f'({", ".join(sigmoid_losses.SIGMOID_LOSSES)}).')
+  if not output.sigmoid and name in sigmoid_losses.SIGMOID_LOSSES:
+    raise validation.ConfigurationError(
+        f'Components.loss = @{name} needs the sigmoid output kind: include '
+        'gin/heads/sigmoid.gin before the loss file.')

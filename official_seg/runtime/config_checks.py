@@ -302,6 +302,16 @@ def image_problems(dataset, split, metadata):
           'writes does).']
 
 
+def _bit_mask_problems(dataset, split, seen, label_values):
+  """A line if a sigmoid kind's bit-mask labels name a class beyond C."""
+  if seen <= label_values:
+    return []
+  return [f'NUM_CLASSES = {dataset.num_classes}, but the labels of split '
+          f'{split!r} hold the bit mask {seen - 1} (IGNORE_LABEL = '
+          f'{dataset.ignore_label}): the sigmoid output kind reads bit c as '
+          f'class c; set NUM_CLASSES to the mask classes.']
+
+
 def data_problems(dataset, eval_parser, metadata_by_split):
   """One line per data fact that the configuration contradicts.
 
@@ -321,7 +331,10 @@ def data_problems(dataset, eval_parser, metadata_by_split):
       continue
     lines += image_problems(dataset, split, metadata)
     seen = split_metadata.num_classes_seen(metadata, dataset.ignore_label)
-    if seen > dataset.num_classes:
+    if eval_parser.label_values not in (None, dataset.num_classes):
+      lines += _bit_mask_problems(dataset, split, seen,
+                                  eval_parser.label_values)
+    elif seen > dataset.num_classes:
       lines.append(
           f'NUM_CLASSES = {dataset.num_classes}, but the labels of split '
           f'{split!r} go up to class {seen - 1} (IGNORE_LABEL = '

@@ -114,7 +114,7 @@ def _serving_estimator(model_fn, run_config):
                                 config=run_config, params={'use_tpu': False})
 
 
-def make_parser(is_training, dataset, window_size=None):
+def make_parser(is_training, dataset, window_size=None, label_values=None):
   """The training or evaluation `Parser` of a dataset.
 
   Built inside the `train/` or `eval/` gin scope, so the two parsers take
@@ -127,6 +127,9 @@ def make_parser(is_training, dataset, window_size=None):
     dataset: a `dataset_info.DatasetInfo`.
     window_size: None, or [height, width] of the windows evaluation runs
       (`InferenceOptions.window_size`).
+    label_values: how many label values the labels may hold
+      (`OutputKind.label_values`: the sigmoid kind's are bit masks); None
+      is the dataset's classes.
 
   Returns:
     A `preprocess.Parser`.
@@ -134,7 +137,7 @@ def make_parser(is_training, dataset, window_size=None):
   with gin.config_scope('train' if is_training else 'eval'):
     sampling = crop_sampling.CropSampling() if is_training else None
     return preprocess.Parser(is_training, ignore_label=dataset.ignore_label,
-                             num_classes=dataset.num_classes,
+                             num_classes=label_values or dataset.num_classes,
                              window_size=window_size, crop_sampling=sampling,
                              image_channels=dataset.image_channels,
                              image_bit_depth=dataset.image_bit_depth)
@@ -194,6 +197,20 @@ def unlabeled_stream(dataset,
                                labeled_batch_size)
 
 
+def check_output_kind(options, components):
+  """What the sigmoid output kind cannot be combined with.
+
+  Raises:
+    validation.ConfigurationError: semi-supervised training, whose pseudo
+      labels are one class per pixel.
+  """
+  if options.semi_supervised and components.inference.output.sigmoid:
+    raise validation.ConfigurationError(
+        "OutputKind.kind = 'sigmoid' cannot train semi-supervised (its "
+        'pseudo labels are one class per pixel); leave out '
+        'gin/semi_supervised/ or the sigmoid head.')
+
+
 @gin.configurable(denylist=['run_config'])
 @validation.checked(train_batch_size=validation.POSITIVE_WHOLE,
                     eval_batch_size=validation.POSITIVE_WHOLE)
@@ -228,12 +245,16 @@ def build_estimator(run_config,
   dataset = dataset_info.DatasetInfo()
   options = model_fn_lib.ModelFnOptions()
   components = components_lib.Components()
+  check_output_kind(options, components)
   model_fn = model_fn_lib.make_model_fn(dataset, options, components)
-  eval_parser = make_parser(False, dataset, components.inference.window_size)
+  values = components.inference.output.label_values(dataset.num_classes)
+  eval_parser = make_parser(False, dataset, components.inference.window_size,
+                            values)
   unlabeled = (unlabeled_stream(dataset, train_batch_size)
                if options.semi_supervised else None)
-  train_fn = input_lib.make_input_fn(dataset, True, make_parser(True, dataset),
-                                     unlabeled=unlabeled)
+  train_fn = input_lib.make_input_fn(
+      dataset, True, make_parser(True, dataset, label_values=values),
+      unlabeled=unlabeled)
   eval_fn = input_lib.make_input_fn(dataset, False, eval_parser)
   replicas = num_replicas(run_config)
   built = functools.partial(

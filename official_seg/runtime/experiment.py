@@ -248,6 +248,10 @@ def _splits(dataset, mode):
 
 def _export_tflite(built, checkpoint_path):
   """--mode=export_tflite of the built model (quantization-aware or float)."""
+  if built.components.inference.output.sigmoid:
+    raise validation.ConfigurationError(
+        "--mode=export_tflite serves one class per pixel; OutputKind.kind = "
+        "'sigmoid' exports a SavedModel only (--mode=export).")
   options = built.options
   qat = None
   if options.quantize_delay_step is not None:

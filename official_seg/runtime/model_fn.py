@@ -131,13 +131,17 @@ def _xla_scope(jit_compile):
                                        separate_compiled_gradients=False)
 
 
-def _predict_spec(model, probabilities, logits, features, options):
+def _predict_spec(model, probabilities, logits, features, dataset, options,
+                  output):
+  semantic, masks = output.predict(probabilities, dataset.num_classes)
   predictions = {
-      'semantic': tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+      'semantic': semantic,
       'probabilities': probabilities,
       'height': features['height'],
       'width': features['width'],
   }
+  if masks is not None:
+    predictions['masks'] = masks
   return TPUEstimatorSpec(
       ModeKeys.PREDICT, predictions=predictions,
       export_outputs=signatures.export_outputs(predictions, logits, features),
@@ -146,14 +150,14 @@ def _predict_spec(model, probabilities, logits, features, options):
 
 
 def _eval_spec(model, probabilities, features, labels, loss, dataset,
-               options):
-  predictions = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+               options, output):
+  predictions, masks = output.predict(probabilities, dataset.num_classes)
   return TPUEstimatorSpec(
       ModeKeys.EVAL, loss=loss,
       eval_metrics=eval_metrics.eval_metrics(features, labels, predictions,
                                              dataset,
                                              options.boundary_tolerance,
-                                             probabilities),
+                                             probabilities, masks),
       scaffold_fn=averaging.restore_scaffold_fn(
           model.trainable_variables, options.moving_average_decay))
 
@@ -276,11 +280,12 @@ def _build_spec(dataset, options, components, features, labels, mode, params,
     probabilities, logits = inference.predict_probabilities(
         model, images, components.inference, with_logits=True)
   if mode == ModeKeys.PREDICT:
-    return _predict_spec(model, probabilities, logits, features, options)
+    return _predict_spec(model, probabilities, logits, features, dataset,
+                         options, components.inference.output)
   with _xla_scope(options.jit_compile):
     seg_loss = components.loss(logits, labels, dataset.ignore_label)
   return _eval_spec(model, probabilities, features, labels, seg_loss,
-                    dataset, options)
+                    dataset, options, components.inference.output)
 
 
 def make_model_fn(dataset, options, components):

@@ -43,6 +43,25 @@ class LabelsAtOriginalSizeTest(tf.test.TestCase):
       self.assertAllClose(values[1, :, :4], expected[1][rows], rtol=1e-6)
       self.assertAllEqual(values[1, :, 4], [0.0] * 4)
 
+  def test_class_masks_and_probabilities_cut_resized_back_and_padded(self):
+    rng = np.random.default_rng(1)
+    probabilities = rng.uniform(size=(2, 4, 6, 2)).astype(np.float32)
+    masks = (probabilities > 0.5).astype(np.int32)
+    found = signatures.class_outputs(
+        {'masks': tf.constant(masks),
+         'probabilities': tf.constant(probabilities)},
+        tf.constant([[3, 5], [2, 2]]), tf.constant([[3, 5], [4, 4]]))
+    rows = np.ix_([0, 0, 1, 1], [0, 0, 1, 1])
+    for name, expected in (('masks', masks),
+                           ('class_probabilities', probabilities)):
+      values = found[name].numpy()
+      self.assertEqual(values.shape, (2, 4, 5, 2))
+      self.assertAllEqual(values[0, :3], expected[0, :3, :5])
+      self.assertAllEqual(values[0, 3], np.zeros((5, 2)))
+      self.assertAllEqual(values[1, :, :4], expected[1][rows])
+      self.assertAllEqual(values[1, :, 4], np.zeros((4, 2)))
+    self.assertEqual(found['masks'].dtype, tf.int32)
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -7,11 +7,13 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import lovasz
 from official_seg.modeling import region_losses
+from official_seg.modeling import sigmoid_losses
 from official_seg.runtime import components as components_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
@@ -120,6 +122,9 @@ _LOSS_FILES = {
     'focal.gin': losses.focal_loss,
     'lovasz.gin': lovasz.lovasz_softmax_loss,
     'tversky.gin': region_losses.tversky_loss,
+    'sigmoid_bce.gin': sigmoid_losses.binary_cross_entropy_loss,
+    'sigmoid_dice.gin': sigmoid_losses.sigmoid_dice_loss,
+    'sigmoid_bce_dice.gin': sigmoid_losses.bce_dice_loss,
 }
 
 
@@ -147,6 +152,39 @@ class LossGinFilesTest(tf.test.TestCase, parameterized.TestCase):
                  tf.constant(labels), _IGNORE)
     self.assertEqual(value.shape, tf.TensorShape([]))
     self.assertTrue(np.isfinite(value.numpy()))
+
+
+class OutputKindLossTest(tf.test.TestCase, parameterized.TestCase):
+  """A loss of ours for the other output kind stops the run, naming both."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def _components(self, *files):
+    gin.parse_config_files_and_bindings(
+        [os.path.join(gin_config.gin_dir(), name) for name in files], [])
+    return components_lib.Components()
+
+  @parameterized.parameters('losses/dice.gin', 'losses/focal.gin')
+  def test_softmax_loss_after_the_sigmoid_head(self, loss_file):
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                "is a softmax loss, but OutputKind.kind = "
+                                "'sigmoid'"):
+      self._components('heads/sigmoid.gin', loss_file)
+
+  def test_sigmoid_loss_with_the_softmax_kind(self):
+    gin.parse_config_files_and_bindings(
+        [os.path.join(gin_config.gin_dir(), 'losses', 'sigmoid_dice.gin')],
+        ["OutputKind.kind = 'softmax'"])
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                '@sigmoid_dice_loss needs the sigmoid'):
+      components_lib.Components()
+
+  def test_the_head_file_trains_with_binary_cross_entropy(self):
+    components = self._components('heads/sigmoid.gin')
+    self.assertIs(components.loss, sigmoid_losses.binary_cross_entropy_loss)
+    self.assertTrue(components.inference.output.sigmoid)
 
 
 if __name__ == '__main__':

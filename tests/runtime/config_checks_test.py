@@ -375,6 +375,18 @@ class ChecksTest(testing_utils.TinyDataTestCase, parameterized.TestCase):
     extra_class = dict(fine, label_histogram={'4': 1})
     self.assertEqual(len(self._data_lines({'train': extra_class})), 1)
 
+  def test_bit_mask_labels_of_the_sigmoid_kind(self):
+    # 4 classes, one bit each: label values up to 15 (build_estimator
+    # hands the parser OutputKind.label_values).
+    all_bits = {'num_images': 1, 'max_height': 4, 'max_width': 4,
+                'label_histogram': {'0': 1, '15': 1, '255': 1}}
+    self.assertEmpty(self._data_lines({'train': all_bits}, num_classes=16))
+    beyond = dict(all_bits, label_histogram={'16': 1})
+    self.assertEqual(self._data_lines({'train': beyond}, num_classes=16), [
+        "NUM_CLASSES = 4, but the labels of split 'train' hold the bit mask "
+        '16 (IGNORE_LABEL = 255): the sigmoid output kind reads bit c as '
+        'class c; set NUM_CLASSES to the mask classes.'])
+
   @parameterized.parameters(
       ((1, 8), []), ((4, 8), []), ((3, 8), []),
       ((3, 16), ["IMAGE_CHANNELS = 3 and IMAGE_BIT_DEPTH = 8, but the images "

@@ -11,7 +11,9 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.data import dataset_info
+from official_seg.runtime import components as components_lib
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import gin_config
 from official_seg.runtime import run_config as run_config_lib
 from tests import testing_utils
@@ -222,6 +224,28 @@ class SeededRunTest(testing_utils.TinyDataTestCase):
     first, second = self._run('fixmatch.gin'), self._run('fixmatch.gin')
     self.assertEqual(first, second)
     self.assertLen(set(first), len(first))
+
+
+class OutputKindTest(tf.test.TestCase, parameterized.TestCase):
+  """The sigmoid output kind with semi-supervised training stops the run."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters(('experiments/quickstart_fixmatch.gin', True),
+                            ('experiments/quickstart.gin', False))
+  def test_semi_supervised_needs_softmax(self, experiment_file, refused):
+    gin_config.parse([experiment_file, 'heads/sigmoid.gin'],
+                     ["DATA_DIR = '/nonexistent'"], finalize=False)
+    options = model_fn_lib.ModelFnOptions()
+    components = components_lib.Components()
+    if not refused:
+      estimator_lib.check_output_kind(options, components)
+      return
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                'cannot train semi-supervised'):
+      estimator_lib.check_output_kind(options, components)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """Tests for the output kind: bit-mask labels, thresholds, masks and checks."""
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -44,6 +45,10 @@ class LabelBitsTest(tf.test.TestCase, parameterized.TestCase):
 
 
 class OutputKindTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()  # OutputKind is configurable: no earlier test's kind.
 
   def test_softmax_is_the_default_and_predicts_the_argmax(self):
     kind = outputs.OutputKind()

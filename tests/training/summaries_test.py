@@ -66,6 +66,37 @@ class SummariesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(written['learning_rate']), [0, 2, 4])
 
 
+  def test_sampled_scalars_are_built_only_on_the_steps_written(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      step = tf.compat.v1.placeholder(tf.int64, [])
+
+      def build():
+        # Fails on a step that writes no scalar: the cond must skip it there.
+        check = tf.debugging.Assert(tf.equal(step % 2, 0), [step])
+        with tf.control_dependencies([check]):
+          return {'semi/monitor': 10.0 * tf.cast(step, tf.float32)}
+
+      host_call = summaries.host_call(
+          model_dir, step, summaries.Registered(
+              scalars={'loss/total': tf.constant(1.5)},
+              sampled_scalars=build), every_n_steps=2)
+      spec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
+          tf.estimator.ModeKeys.TRAIN, loss=tf.constant(1.0),
+          train_op=tf.no_op(), host_call=host_call).as_estimator_spec()
+      with tf.compat.v1.train.MonitoredSession(
+          hooks=spec.training_hooks) as sess:
+        for value in range(5):
+          sess.run(spec.train_op, {step: value})
+    values = {}
+    for path in glob.glob(os.path.join(model_dir, 'events.out.tfevents*')):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+          if value.tag == 'semi/monitor':
+            values[event.step] = float(tf.make_ndarray(value.tensor))
+    self.assertEqual(values, {0: 0.0, 2: 20.0, 4: 40.0})
+
+
   def test_runs_that_apply_no_update_write_nothing(self):
     model_dir = self.create_tempdir().full_path
     with tf.Graph().as_default():

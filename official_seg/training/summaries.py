@@ -124,8 +124,9 @@ def _flatten(global_step, registered, histograms, every_n_steps):
   tensors = {'step': tf.reshape(global_step, [1])}
   scalars = dict(registered.scalars)
   if registered.sampled_scalars:
-    scalars.update(sampled(tf.equal(global_step % every_n_steps, 0),
-                           registered.sampled_scalars))
+    # The step the host_fn receives, so that both agree on the steps due.
+    due = tf.equal(tensors['step'][0] % every_n_steps, 0)
+    scalars.update(sampled(due, registered.sampled_scalars))
   for name, value in scalars.items():
     tensors['scalar:' + name] = tf.reshape(tf.cast(value, tf.float32), [1])
   for name, value in registered.pictures.items():

@@ -23,10 +23,10 @@ class NoClassWarning:
   class from the classifier (`semi/cam_classes_picked` 0: every class
   activation map empty) in windows of `window_steps` steps (steps
   [k * window_steps, (k + 1) * window_steps)). At the end of the first
-  window in which such steps are at least `min_share` of the steps seen,
-  writes a warning under 'semi/warnings' and logs it, naming the cause
-  (fused targets pulled to background) and what to do; never again in
-  that session.
+  window in which such steps are at least `min_share` of the steps seen
+  (half the window at least), writes a warning under 'semi/warnings' and
+  logs it, naming the cause (fused targets pulled to background) and what
+  to do; never again in that session.
 
   Attributes:
     window_steps: int >= 1.
@@ -57,8 +57,10 @@ class NoClassWarning:
     seen_now = seen + 1
     share = tf.cast(empty_now, tf.float32) / tf.cast(seen_now, tf.float32)
     ends = tf.equal(step % self.window_steps, self.window_steps - 1)
+    # A window seen in part (a resumed run) is judged on half of it at least.
+    judged = tf.logical_and(ends, 2 * seen_now >= self.window_steps)
     fires = tf.logical_and(
-        tf.logical_and(ends, share >= self.min_share),
+        tf.logical_and(judged, share >= self.min_share),
         tf.logical_not(warned))
     # The states are read above: they may change only once those reads are
     # done.

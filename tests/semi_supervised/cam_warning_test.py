@@ -14,19 +14,22 @@ from official_seg.semi_supervised import host_checks
 from tests import testing_utils
 
 
-def _numpy_no_class(picked, window, min_share):
+def _numpy_no_class(picked, first_step, window, min_share):
   """The step the no-class warning fires at (or None), by its docstring's
-  rule: the end of the first window whose steps with nothing picked are at
-  least `min_share` of it."""
-  for end in range(window - 1, len(picked), window):
-    if np.mean(np.asarray(picked[end - window + 1:end + 1]) == 0) >= min_share:
+  rule: the end of the first window, seen for half of it at least, whose
+  steps with nothing picked are at least `min_share` of those seen."""
+  steps = np.arange(first_step, first_step + len(picked))
+  empty = np.asarray(picked) == 0
+  for end in steps[steps % window == window - 1]:
+    seen = (steps // window == end // window)
+    if 2 * seen.sum() >= window and empty[seen].mean() >= min_share:
       return end
   return None
 
 
 class NoClassWarningTest(tf.test.TestCase, parameterized.TestCase):
 
-  def _run(self, warning, picked):
+  def _run(self, warning, picked, first_step):
     """Runs the host op a step at a time; (stderr, {step: texts})."""
     logdir = tempfile.mkdtemp(dir=self.get_temp_dir())
     with tf.Graph().as_default():
@@ -41,7 +44,7 @@ class NoClassWarningTest(tf.test.TestCase, parameterized.TestCase):
           testing_utils.captured_stderr_fd() as captured:
         session.run([tf.compat.v1.local_variables_initializer(),
                      writer.init()])
-        for i, value in enumerate(picked):
+        for i, value in enumerate(picked, first_step):
           session.run([op, summaries], {step: i, fed: value})
         session.run(writer.flush())
     texts = {}
@@ -56,17 +59,23 @@ class NoClassWarningTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.named_parameters(
       # Windows of 10 steps with 0, 7, 9 and 10 empty steps: the third is the
       # first at 0.8 or more; the fourth does not warn again.
-      ('fires_once', (0, 7, 9, 10), 29),
-      ('never_enough', (0, 7, 7, 5), None))
-  def test_fires_where_numpy_says(self, empty_counts, expected_step):
+      ('fires_once', 0, (0, 7, 9, 10), 29, 'at 90% of steps 20-29'),
+      ('never_enough', 0, (0, 7, 7, 5), None, None),
+      # Resumed at step 26: steps 26-29 are too few to judge, 30-39 fire.
+      ('resumed', 26, (4, 10), 39, 'at 100% of steps 30-39'))
+  def test_fires_where_numpy_says(self, first_step, empty_counts,
+                                  expected_step, phrase):
     rng = np.random.default_rng(0)
     picked = []
     for empty in empty_counts:
-      window = np.concatenate([np.zeros(empty), rng.uniform(0.1, 2, 10 - empty)])
+      count = 4 if first_step and not picked else 10
+      window = np.concatenate([np.zeros(empty),
+                               rng.uniform(0.1, 2, count - empty)])
       picked.extend(rng.permutation(window))
     warning = cam_warning.NoClassWarning(window_steps=10, min_share=0.8)
-    stderr, texts = self._run(warning, picked)
-    self.assertEqual(_numpy_no_class(picked, 10, 0.8), expected_step)
+    stderr, texts = self._run(warning, picked, first_step)
+    self.assertEqual(_numpy_no_class(picked, first_step, 10, 0.8),
+                     expected_step)
     self.assertEqual(sorted(texts), [] if expected_step is None
                      else [expected_step])
     logged = re.findall(r'Step (\d+): [^\n]*named no class', stderr)
@@ -74,10 +83,8 @@ class NoClassWarningTest(tf.test.TestCase, parameterized.TestCase):
                      else [str(expected_step)])
     if expected_step is not None:
       (text,) = texts[expected_step]
-      self.assertIn('at 90% of steps 20-29', text)
+      self.assertIn(phrase, text)
       self.assertIn('CamFusion.decoder_where_no_class = True', text)
-
-
 
 if __name__ == '__main__':
   tf.test.main()

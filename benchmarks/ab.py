@@ -19,7 +19,9 @@ class Arm:
   Attributes:
     graph: the `tf.Graph` holding the step.
     session: a `tf.compat.v1.Session` on `graph`, variables initialised.
-    train_op: the step (input pipeline, model, loss, gradients, update).
+    train_op: what one step runs: the train op (input pipeline, model,
+      loss, gradients, update), or with the host_call hook's fetches
+      (`profile.Step.fetches`).
   """
 
   graph: tf.Graph
@@ -33,7 +35,8 @@ class Arm:
 
 
 def build_arm(batch_size, model_dir):
-  """Builds the parsed gin experiment's step, as `profile.train_spec` does.
+  """Builds the parsed gin experiment's step, as `profile.train_spec` does,
+  with its host_call (summaries, warnings) as the Estimator runs it.
 
   Everything gin configures is read here; the caller may parse another
   configuration afterwards and build the other arm.
@@ -47,12 +50,13 @@ def build_arm(batch_size, model_dir):
   """
   graph = tf.Graph()
   with graph.as_default():
-    train_op, session_config = profile.train_op(batch_size, model_dir)
+    step, session_config = profile.train_op(batch_size, model_dir)
     session = tf.compat.v1.Session(graph=graph, config=session_config)
     session.run([tf.compat.v1.global_variables_initializer(),
                  tf.compat.v1.local_variables_initializer(),
                  tf.compat.v1.tables_initializer()])
-  return Arm(graph, session, train_op)
+    step.start(session)
+  return Arm(graph, session, step.fetches)
 
 
 def parsed_arm(gin_files, gin_params, model_dir):

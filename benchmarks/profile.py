@@ -4,7 +4,6 @@ import collections
 
 import tensorflow as tf
 
-from benchmarks import input as input_benchmark
 from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
@@ -47,25 +46,43 @@ def train_spec(batch_size, model_dir):
 
   Returns:
     (the Estimator's `EstimatorSpec` of the step, fed by the experiment's
-    training input pipeline, with its host_call hook; the run config's
-    session config, or None).
+    training input pipeline (with the unlabeled stream in semi-supervised
+    training), with its host_call hook; the run config's session config,
+    or None).
   """
-  dataset = input_benchmark.training_dataset(batch_size)
-  features, labels = tf.compat.v1.data.make_one_shot_iterator(
-      dataset).get_next()
   config = run_config_lib.build_run_config(model_dir)
+  built = estimator_lib.build_estimator(config)
+  params = {'batch_size': batch_size, 'use_tpu': False}
+  features, labels = tf.compat.v1.data.make_one_shot_iterator(
+      built.step_input_fn(params)).get_next()
   # The Estimator's own model_fn: the same dtype policy and step as training.
-  model_fn = model_fn_lib.estimator_model_fn(
-      estimator_lib.build_estimator(config).model_fn)
-  spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
-                  {'use_tpu': False}, config)
+  model_fn = model_fn_lib.estimator_model_fn(built.model_fn)
+  spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, params,
+                  config)
   return spec, config.session_config
 
 
+class Step:
+  """A training step as the Estimator runs it: the train op and its hooks'
+  fetches (the host_call's summaries and warnings run every step)."""
+
+  def __init__(self, spec):
+    self._hooks = list(spec.training_hooks)
+    for hook in self._hooks:
+      hook.begin()
+    self.fetches = [spec.train_op] + [
+        hook.before_run(None).fetches for hook in self._hooks]
+
+  def start(self, session):
+    """Runs the hooks' session setup (the summary writer's initializer)."""
+    for hook in self._hooks:
+      hook.after_create_session(session, None)
+
+
 def train_op(batch_size, model_dir):
-  """(train op, session config) of `train_spec`."""
+  """(`Step` of `train_spec`, session config)."""
   spec, session_config = train_spec(batch_size, model_dir)
-  return spec.train_op, session_config
+  return Step(spec), session_config
 
 
 def profile(batch_size, model_dir, warmup_steps=3, traced_steps=2):
@@ -80,12 +97,15 @@ def profile(batch_size, model_dir, warmup_steps=3, traced_steps=2):
         trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
     metadatas = []
     with tf.compat.v1.Session(config=session_config) as session:
-      session.run(tf.compat.v1.global_variables_initializer())
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.local_variables_initializer()])
+      step.start(session)
       for _ in range(warmup_steps):
-        session.run(step)
+        session.run(step.fetches)
       for _ in range(traced_steps):
         metadatas.append(tf.compat.v1.RunMetadata())
-        session.run(step, options=options, run_metadata=metadatas[-1])
+        session.run(step.fetches, options=options,
+                    run_metadata=metadatas[-1])
   return op_seconds(metadatas)
 
 

@@ -8,7 +8,7 @@
 Arm A is the experiment (--gin_file, --gin_param); arm B the same with
 --b_gin_file and --b_gin_param after it. Each arm's training step is built
 as train_and_eval builds it (input pipeline, model, loss, gradients,
-update; `benchmarks/profile.py`) in a graph and session of its own, then
+update, and the host_call its hook runs; `benchmarks/profile.py`) in a graph and session of its own, then
 the two run in turn, --block_steps steps at a time, so that both see the
 same load of a shared machine: runs of whole trainers (`tools/benchmark.py
 --layer_gin_file`) are minutes apart and their spread hides a few per

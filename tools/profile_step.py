@@ -5,7 +5,7 @@
     [--gin_file=gin/platforms/bfloat16.gin] [--gin_param=...]
 
 Builds the step as train_and_eval does (input pipeline, model, loss,
-gradients, update), runs it a few times, then traces steps with
+gradients, update, and the host_call its hook runs), runs it a few times, then traces steps with
 TensorFlow's step statistics and sums the time of each op type.
 """
 

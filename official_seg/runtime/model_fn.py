@@ -228,6 +228,7 @@ def _train_spec(model, features, labels, step, params, config, dataset,
   registered.applied = applied
   registered.pictures.update(step.pictures)
   registered.host_checks = list(step.host_checks)
+  registered.sampled_scalars = step.sampled_scalars
   host_call = summaries.host_call(model_dir, global_step, registered)
   return TPUEstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op=train_op,
                           host_call=host_call,

@@ -264,7 +264,7 @@ class SemiSupervisedWarnings:
           was_on.assign(tf.where(due, condition, was_on)),
           last_logged.assign(tf.where(logs, step, last_logged))]
     with tf.control_dependencies(assigns):
-      return _write_and_log(fires, logs, step, message)
+      return write_and_log(fires, logs, step, message)
 
   def _average(self, name, value):
     """The moving average of `value` after this step (its first value first)."""
@@ -288,15 +288,16 @@ class SemiSupervisedWarnings:
       return tf.identity(rise)
 
 
-def _number(value, precision=2):
+def number(value, precision=2):
+  """`value` as a string with `precision` decimals."""
   return tf.strings.as_string(value, precision=precision)
 
 
 def _pulling_message(agreement, rise):
   return tf.strings.join([
       'Semi-supervised training: the unlabeled stream is pulling against '
-      'the labels (gradient agreement ', _number(agreement), ', labeled '
-      'loss ', _number(100.0 * rise, 0), '% above its lowest, moving '
+      'the labels (gradient agreement ', number(agreement), ', labeled '
+      'loss ', number(100.0 * rise, 0), '% above its lowest, moving '
       'averages). Lower SemiSupervisedOptions.unlabeled_weight, raise '
       'PseudoLabeler.threshold or train labeled only '
       '(docs/semi_supervised.md, "When it hurts").'])
@@ -305,8 +306,8 @@ def _pulling_message(agreement, rise):
 def _disagree_message(distance, accuracy):
   return tf.strings.join([
       'Semi-supervised training: the pseudo labels disagree with the '
-      'labeled data (class shares ', _number(distance), ' apart; on the '
-      'labeled images ', _number(accuracy), ' class-balanced accuracy; '
+      'labeled data (class shares ', number(distance), ' apart; on the '
+      'labeled images ', number(accuracy), ' class-balanced accuracy; '
       'moving averages). See pictures/unlabeled_pseudo_label '
       '(docs/semi_supervised.md, "When it hurts").'])
 
@@ -314,13 +315,13 @@ def _disagree_message(distance, accuracy):
 def _starved_message(kept):
   return tf.strings.join([
       'Semi-supervised training: the pseudo labels keep almost no pixel '
-      '(kept share ', _number(kept, 3), ', moving average): the unlabeled '
+      '(kept share ', number(kept, 3), ', moving average): the unlabeled '
       'stream trains nothing. Lower PseudoLabeler.threshold; fused '
       '(CamFusion) probabilities are softer than the decoder\'s '
       '(docs/semi_supervised.md, "When it hurts").'])
 
 
-def _write_and_log(written, logged, step, message):
+def write_and_log(written, logged, step, message):
   """Writes `message` as text where `written`, logs it where `logged`.
 
   The log line starts with the step ('Step 4400: ...'); TensorBoard has

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.modeling import losses
+from official_seg.semi_supervised import cam_warning
 from official_seg.semi_supervised import classifier as classifier_lib
 from official_seg.semi_supervised import cutmix
 from official_seg.semi_supervised import host_checks as host_checks_lib
@@ -90,6 +91,9 @@ class CamFusion:
       classifier picked none) takes the decoder's softmax alone as its
       pseudo label, where PseudoSeg fuses it with a map that says
       background everywhere.
+    no_class_warning: a `cam_warning.NoClassWarning`, said when the
+      classifier names no class for long (not with `weakly`, whose maps
+      follow the given class lists); None for none.
   """
 
   attention_dim: int = 128
@@ -97,6 +101,8 @@ class CamFusion:
   classifier_weight: float = 1.0
   decoder_where_no_class: bool = False
   refinement_loss: Any = dataclasses.field(default_factory=RefinementLoss)
+  no_class_warning: Any = dataclasses.field(
+      default_factory=cam_warning.NoClassWarning)
 
   def __post_init__(self):
     validation.check(CamFusion, classifier_weight=self.classifier_weight)
@@ -308,12 +314,9 @@ def build_step(model, features, labels, training, dataset, options,
   consistency = pseudo_labels.consistency_loss(strong_logits, targets, kept,
                                                valid)
   step_losses['consistency'] = weight * consistency
-  scalars = monitors_lib.step_monitors(targets, strong_logits, kept, valid,
-                                        features, dataset)
+  scalars = {'kept_share': monitors_lib.kept_share(kept, valid)}
   if with_features:
-    scalars.update(monitors_lib.fusion_monitors(
-        _resized(weak_outputs['logits'], strong),
-        _resized(weak_cam[0], strong), weak_cam[1], features, dataset))
+    scalars['cam_classes_picked'] = monitors_lib.classes_picked(weak_cam[1])
   if options.warnings:
     # The same labeler on the labeled images too, against their labels.
     scalars.update(host_checks_lib.signals(
@@ -325,5 +328,17 @@ def build_step(model, features, labels, training, dataset, options,
   return step_lib.Step(logits=logits, losses=step_losses,
               update_ops=batch_norm_updates(pass_updates),
               scalars={SUMMARY_PREFIX + k: v for k, v in scalars.items()},
+              sampled_scalars=monitors_lib.written_monitors(
+                  targets, strong_logits, valid, weak_outputs['logits'],
+                  weak_cam, features, dataset, SUMMARY_PREFIX),
               pictures=monitors_lib.pictures(features, targets, dataset),
-              host_checks=[options.warnings] if options.warnings else [])
+              host_checks=_host_checks(options))
+
+
+def _host_checks(options):
+  """The warnings the options ask for, run on the host with the summaries."""
+  checks = [options.warnings] if options.warnings else []
+  fusion = options.cam_fusion
+  if fusion and fusion.no_class_warning and not fusion.weakly:
+    checks.append(fusion.no_class_warning)
+  return checks

@@ -1,7 +1,7 @@
 """The step type: what a training step hands to the model_fn."""
 
 import dataclasses
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
 
@@ -17,6 +17,9 @@ class Step:
     update_ops: the batch-norm updates of the step's passes (the
       semi-supervised step's `BATCH_NORM_PASSES`).
     scalars: monitoring scalars, for `summaries.Registered`.
+    sampled_scalars: optional callable building more monitoring scalars,
+      only on the steps that write them
+      (`summaries.Registered.sampled_scalars`).
     pictures: monitoring pictures of the unlabeled batch.
     host_checks: callables for `summaries.Registered.host_checks`.
   """
@@ -27,3 +30,4 @@ class Step:
   scalars: Dict[str, tf.Tensor]
   pictures: Dict[str, tf.Tensor]
   host_checks: List[Any] = dataclasses.field(default_factory=list)
+  sampled_scalars: Optional[Callable[[], Dict[str, tf.Tensor]]] = None

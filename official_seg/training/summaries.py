@@ -1,7 +1,7 @@
 """Training summaries, registered explicitly and written through one host_call."""
 
 import dataclasses
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import gin
 import tensorflow as tf
@@ -35,6 +35,10 @@ class Registered:
       weights (`optimizers.train_op`); a run that did not (a float16 step
       skipped, a micro-batch of an accumulation) writes nothing, so each
       global step is written once.
+    sampled_scalars: optional callable returning a dict of summary name to
+      scalar tensor, built in a `tf.cond` that runs it only on the steps
+      that write scalars: monitors no host check reads, whose cost is then
+      paid once every `every_n_steps`.
   """
 
   scalars: Dict[str, tf.Tensor]
@@ -43,6 +47,30 @@ class Registered:
   variables: Sequence[tf.Variable] = ()
   host_checks: Sequence[Any] = ()
   applied: Optional[tf.Tensor] = None
+  sampled_scalars: Optional[Callable[[], Dict[str, tf.Tensor]]] = None
+
+
+def sampled(due, build):
+  """build()'s scalars where `due`, zeros elsewhere; built once, in a cond.
+
+  Args:
+    due: bool scalar tensor.
+    build: callable returning a dict of name to scalar tensor.
+
+  Returns:
+    dict of the same names to float32 scalars.
+  """
+  names = []
+
+  def compute():
+    values = build()
+    names.extend(sorted(values))
+    return [tf.cast(values[name], tf.float32) for name in names]
+
+  # tf.cond builds the true branch first, so `names` is known here.
+  outputs = tf.cond(due, compute,
+                    lambda: [tf.zeros([], tf.float32) for _ in names])
+  return dict(zip(names, outputs))
 
 
 def learning_rates(learning_rate, multipliers):
@@ -91,10 +119,15 @@ def train_pictures(images, labels, logits, dataset, max_images=3):
   return {PICTURES_PREFIX + tag: value for tag, value in pictures.items()}
 
 
-def _flatten(global_step, registered, histograms):
+def _flatten(global_step, registered, histograms, every_n_steps):
   """The host_call's tensors, each with a leading dimension for outfeed."""
   tensors = {'step': tf.reshape(global_step, [1])}
-  for name, value in registered.scalars.items():
+  scalars = dict(registered.scalars)
+  if registered.sampled_scalars:
+    # The step the host_fn receives, so that both agree on the steps due.
+    due = tf.equal(tensors['step'][0] % every_n_steps, 0)
+    scalars.update(sampled(due, registered.sampled_scalars))
+  for name, value in scalars.items():
     tensors['scalar:' + name] = tf.reshape(tf.cast(value, tf.float32), [1])
   for name, value in registered.pictures.items():
     tensors['picture:' + name] = value
@@ -173,7 +206,8 @@ def host_call(model_dir, global_step, registered, every_n_steps=50,
     registered = Registered(scalars=registered)
   if not image_summary_steps:
     registered = dataclasses.replace(registered, pictures={})
-  tensors = _flatten(global_step, registered, variable_histograms)
+  tensors = _flatten(global_step, registered, variable_histograms,
+                     every_n_steps)
   names = sorted(tensors)
 
   def host_fn(*values):

@@ -1,5 +1,8 @@
 """Tests for ab: blocks of two sessions in turn, and what their graphs differ in."""
 
+import glob
+import os
+
 import tensorflow as tf
 
 from benchmarks import ab
@@ -47,13 +50,21 @@ class AbTest(testing_utils.TinyDataTestCase):
 
   def test_arm_of_the_quickstart_step_trains(self):
     testing_utils.parse_tiny_quickstart(self.data_dir)
-    arm = ab.build_arm(2, self.create_tempdir().full_path)
+    model_dir = self.create_tempdir().full_path
+    arm = ab.build_arm(2, model_dir)
     self.assertIn('ResourceApplyAdam', arm.op_types)
     with arm.graph.as_default():
       step = tf.compat.v1.train.get_global_step()
       arm.session.run(arm.train_op)
       self.assertEqual(arm.session.run(step), 1)
     ab.close([arm])
+    # The host_call ran with the step, as the Estimator's hook runs it.
+    written = set()
+    for path in glob.glob(os.path.join(model_dir, 'events.out.tfevents*')):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        written.update((value.tag, event.step)
+                       for value in event.summary.value)
+    self.assertIn(('loss/total', 0), written)
 
 
 if __name__ == '__main__':

@@ -61,8 +61,9 @@ class FusionMonitorsTest(tf.test.TestCase, parameterized.TestCase):
         'cam_balanced_accuracy': _balanced_accuracy(
             self.cam.argmax(-1), self.label, counted),
         'cam_class_recall': 3 / 5,
-        'cam_class_precision': 3 / 4,
-        'cam_classes_picked': 2.0}, rtol=1e-6)
+        'cam_class_precision': 3 / 4}, rtol=1e-6)
+    self.assertAllClose(monitors_lib.classes_picked(tf.constant(self.picked)),
+                        2.0)
 
   def test_nothing_picked_scores_zero_not_nan(self):
     got = self.evaluate(monitors_lib.fusion_monitors(
@@ -71,9 +72,9 @@ class FusionMonitorsTest(tf.test.TestCase, parameterized.TestCase):
         {k: tf.constant(v) for k, v in self.features.items()},
         dataset_info.DatasetInfo(num_classes=_CLASSES,
                                  ignore_label=_IGNORE)))
-    for name in ('cam_class_recall', 'cam_class_precision',
-                 'cam_classes_picked'):
+    for name in ('cam_class_recall', 'cam_class_precision'):
       self.assertEqual(got[name], 0.0, name)
+    self.assertEqual(monitors_lib.classes_picked(tf.zeros([2, 3])), 0.0)
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ from official_seg.runtime import run_config as run_config_lib
 from official_seg.semi_supervised import pseudo_labels
 from official_seg.semi_supervised import step as step_lib
 from official_seg.training import averaging
+from official_seg.training import summaries
 from official_seg.training import warm_start
 from tests import testing_utils
 
@@ -156,7 +157,13 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
         expected |= {'classifier', 'refinement'}
       self.assertEqual(set(step.losses), expected)
       # Only the fusion has sources of its own to score.
-      self.assertEqual('semi/cam_class_recall' in step.scalars, bool(fusion))
+      written = step.sampled_scalars()
+      self.assertEqual('semi/cam_class_recall' in written, bool(fusion))
+      # The no-class warning where the classifier picks the maps.
+      self.assertEqual(
+          [type(check).__name__ for check in step.host_checks],
+          ['SemiSupervisedWarnings'] + (
+              ['NoClassWarning'] if fusion and not fusion.weakly else []))
       loss = tf.add_n(list(step.losses.values()))
       weak, strong, labeled = tf.gradients(
           loss, [features['unlabeled/image'],
@@ -172,7 +179,7 @@ class SemiSupervisedStepTest(tf.test.TestCase, parameterized.TestCase):
       if fusion:
         self.assertNotEmpty([v for v in variables
                              if v.name.startswith(_BRANCH)])
-      accuracy = step.scalars['semi/pseudo_accuracy']
+      accuracy = written['semi/pseudo_accuracy']
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         clean, clean_accuracy = session.run([gradients, accuracy])
@@ -354,9 +361,12 @@ class ExactStepTest(tf.test.TestCase, parameterized.TestCase):
           model, {k: tf.constant(v) for k, v in self.arrays.items()},
           tf.constant(self.labels), True, self.dataset, options, step_value,
           losses.segmentation_loss)
+      # The written monitors as the host_call builds them, in its cond.
+      scalars = dict(step.scalars, **summaries.sampled(
+          tf.equal(step_value % 5, 0), step.sampled_scalars))
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
-        return [session.run([step.losses, step.scalars], {step_value: s})
+        return [session.run([step.losses, scalars], {step_value: s})
                 for s in global_steps]
 
   def _reference(self, labeler):

@@ -14,18 +14,20 @@ ab_step = tool_testing.load('ab_step')
 
 class AbStepTest(testing_utils.TinyDataTestCase):
 
-  def test_optimizer_change_shows_in_the_ops_of_each_arm(self):
+  def test_semi_supervised_arm_against_the_supervised_step(self):
+    # The same labeled batch in both arms; B adds the unlabeled stream.
     run = tool_testing.run(
         ab_step, gin_file=['experiments/quickstart.gin'],
         gin_param=testing_utils.tiny_bindings(self.data_dir),
-        b_gin_param=[
-            'make_optimizer.optimizer = @tf.train.MomentumOptimizer',
-            'tf.train.MomentumOptimizer.momentum = 0.9'],
+        b_gin_file=['semi_supervised/fixmatch.gin'],
+        b_gin_param=["UNLABELED_SPLIT = 'train'"],
         blocks=2, block_steps=1, warmup_blocks=1)
     self.assertEqual(run.status, 0, run.stderr[-3000:])
     result = json.loads(run.stdout.splitlines()[-1])
-    self.assertIn('ResourceApplyAdam', result['only_in_a'])
-    self.assertIn('ResourceApplyMomentum', result['only_in_b'])
+    self.assertEqual(result['only_in_a'], [])
+    # The consistency loss (soft cross-entropy) and the warnings' text.
+    self.assertIn('SoftmaxCrossEntropyWithLogits', result['only_in_b'])
+    self.assertIn('StringJoin', result['only_in_b'])
     self.assertLen(result['paired_ratios'], 2)
     self.assertTrue(all(rate > 0 for rate in result['steps_per_second']))
 

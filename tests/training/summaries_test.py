@@ -25,9 +25,13 @@ def _scalars(model_dir):
 
 
 def _run_host_call(model_dir, registered, steps=5, **options):
-  """Runs the CPU path of `host_call` after `steps` steps 0, 1, ..."""
+  """Runs the CPU path of `host_call` after `steps` steps 0, 1, ...
+
+  `registered(step)` gives the `Registered`, of the step's placeholder.
+  """
   step = tf.compat.v1.placeholder(tf.int64, [])
-  host_call = summaries.host_call(model_dir, step, registered(), **options)
+  host_call = summaries.host_call(model_dir, step, registered(step),
+                                  **options)
   spec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec(
       tf.estimator.ModeKeys.TRAIN, loss=tf.constant(1.0),
       train_op=tf.no_op(), host_call=host_call).as_estimator_spec()
@@ -66,6 +70,28 @@ class SummariesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(written['learning_rate']), [0, 2, 4])
 
 
+  def test_sampled_scalars_are_built_only_on_the_steps_written(self):
+    model_dir = self.create_tempdir().full_path
+
+    def registered(step):
+      def build():
+        # Fails on a step that writes no scalar: the cond must skip it there.
+        check = tf.debugging.Assert(tf.equal(step % 2, 0), [step])
+        with tf.control_dependencies([check]):
+          return {'semi/monitor': 10.0 * tf.cast(step, tf.float32)}
+      return summaries.Registered(scalars={'loss/total': tf.constant(1.5)},
+                                  sampled_scalars=build)
+
+    with tf.Graph().as_default():
+      _run_host_call(model_dir, registered, every_n_steps=2)
+    values = {}
+    for path in glob.glob(os.path.join(model_dir, 'events.out.tfevents*')):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+          if value.tag == 'semi/monitor':
+            values[event.step] = float(tf.make_ndarray(value.tensor))
+    self.assertEqual(values, {0: 0.0, 2: 20.0, 4: 40.0})
+
   def test_runs_that_apply_no_update_write_nothing(self):
     model_dir = self.create_tempdir().full_path
     with tf.Graph().as_default():
@@ -94,7 +120,7 @@ class SummariesTest(tf.test.TestCase, parameterized.TestCase):
     model_dir = self.create_tempdir().full_path
     picture = np.arange(2 * 3 * 4 * 3, dtype=np.uint8).reshape([2, 3, 4, 3])
     with tf.Graph().as_default():
-      _run_host_call(model_dir, lambda: summaries.Registered(
+      _run_host_call(model_dir, lambda _: summaries.Registered(
           scalars={'loss/total': tf.constant(1.0)},
           pictures={'pictures/label': tf.constant(picture)}),
                      every_n_steps=1, image_summary_steps=every)
@@ -106,7 +132,7 @@ class SummariesTest(tf.test.TestCase, parameterized.TestCase):
     model_dir = self.create_tempdir().full_path
     with tf.Graph().as_default():
       weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
-      _run_host_call(model_dir, lambda: summaries.Registered(
+      _run_host_call(model_dir, lambda _: summaries.Registered(
           scalars={}, examples=tf.constant(8), variables=[weight]),
                      every_n_steps=2, variable_histograms=True)
     written = _scalars(model_dir)

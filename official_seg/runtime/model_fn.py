@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import threading
 from typing import Optional, Sequence
 
 import gin
@@ -109,19 +110,39 @@ def _check_quantization(options):
         " = 'float32' and ModelFnOptions.semi_supervised = None.")
 
 
+class _PolicyHolders:
+  """The model_fn calls inside `keras_policy`, and the policy they replaced."""
+  lock = threading.Lock()
+  count = 0
+  previous = None
+
+
 @contextlib.contextmanager
 def keras_policy(name):
-  """Sets Keras's global dtype policy for the block, then restores it.
+  """Sets Keras's global dtype policy while any model_fn call is in the block.
 
   Keras's own policy_scope is private; layers read the global policy when
-  they are constructed, which happens inside the model_fn.
+  they are constructed, which happens inside the model_fn. A strategy calls
+  the model_fn once per replica in threads that take turns, each pausing
+  where the replicas meet (an all-reduce): the first call to enter sets the
+  policy and the last to leave restores it, so every replica's layers are
+  built under it and none leaves it set.
   """
-  previous = tf.keras.mixed_precision.global_policy()
-  tf.keras.mixed_precision.set_global_policy(name)
+  with _PolicyHolders.lock:
+    if not _PolicyHolders.count:
+      _PolicyHolders.previous = tf.keras.mixed_precision.global_policy()
+      tf.keras.mixed_precision.set_global_policy(name)
+    elif tf.keras.mixed_precision.global_policy().name != name:
+      raise RuntimeError(f'A model_fn in {name!r} started while another ran '
+                         'in another policy.')
+    _PolicyHolders.count += 1
   try:
     yield
   finally:
-    tf.keras.mixed_precision.set_global_policy(previous)
+    with _PolicyHolders.lock:
+      _PolicyHolders.count -= 1
+      if not _PolicyHolders.count:
+        tf.keras.mixed_precision.set_global_policy(_PolicyHolders.previous)
 
 
 def _xla_scope(jit_compile):

@@ -187,27 +187,33 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
       updates.UpdateOptions(initial_loss_scale=0.5)
 
   @parameterized.parameters(
-      ('mixed_float16', 1, "use 'mixed_bfloat16'"),
-      ('float32', 2, 'accumulation_steps=2 is not supported'))
+      ('mixed_float16', 1, False, "use 'mixed_bfloat16'"),
+      ('mixed_float16', 1, True, "use 'mixed_bfloat16'"),
+      ('float32', 2, True, 'accumulation_steps=2 is not supported on a TPU'))
   def test_a_tpu_refuses_float16_and_accumulation(self, precision, steps,
-                                                  message):
+                                                  on_tpu, message):
     options = updates.UpdateOptions(accumulation_steps=steps)
-    updates.check_platform(options, precision, tpu=False)
+    updates.check_platform(options, precision, tpu=False, on_tpu=False)
     with self.assertRaisesRegex(validation.ConfigurationError, message):
-      updates.check_platform(options, precision, tpu=True)
+      updates.check_platform(options, precision, tpu=True, on_tpu=on_tpu)
+
+  def test_the_tpu_estimators_cpu_stand_in_accumulates(self):
+    updates.check_platform(updates.UpdateOptions(accumulation_steps=2),
+                           'mixed_bfloat16', tpu=True, on_tpu=False)
 
 
-def _regression_step(batch, steps, decay):
+def _regression_step(batch, steps, decay, clip_norm=0.05):
   """Momentum on a float64 tanh regression; rate 0.1 / (1 + global step).
 
   Gradient multipliers (2 on the bias) and clipping by a norm the gradients
-  exceed both act on the update's gradient.
+  exceed (0.05; 0 clips nothing) both act on the update's gradient.
   """
   inputs = tf.compat.v1.placeholder(tf.float64, [batch, 3])
   targets = tf.compat.v1.placeholder(tf.float64, [batch, 2])
   kernel = tf.compat.v1.get_variable(
-      'dense/kernel', initializer=np.arange(6.0).reshape(3, 2) / 10.0)
-  bias = tf.compat.v1.get_variable('dense/bias',
+      'dense/kernel', dtype=tf.float64,
+      initializer=np.arange(6.0).reshape(3, 2) / 10.0)
+  bias = tf.compat.v1.get_variable('dense/bias', dtype=tf.float64,
                                    initializer=np.array([0.1, -0.2]))
   loss = tf.reduce_mean(tf.square(tf.tanh(inputs @ kernel + bias) - targets))
   global_step = tf.compat.v1.train.get_or_create_global_step()
@@ -215,7 +221,7 @@ def _regression_step(batch, steps, decay):
   op, applied = optimizers.train_op(
       tf.compat.v1.train.MomentumOptimizer(rate, 0.9), loss, [kernel, bias],
       [], {'dense/bias': 2.0},
-      lambda pairs: optimizers.clip_gradients(pairs, 0.05),
+      lambda pairs: optimizers.clip_gradients(pairs, clip_norm),
       update=updates.Update(accumulation_steps=steps))
   op = averaging.apply_after(op, [kernel, bias], decay, applied)
   return inputs, targets, op, applied, [kernel, bias]
@@ -228,13 +234,13 @@ class AccumulationTest(tf.test.TestCase):
     super().setUp()
     gin.clear_config()
 
-  def _train(self, data, batch, steps):
+  def _train(self, data, batch, steps, clip_norm=0.05):
     """Trains on `data` in runs of `batch` examples; the weights, averages,
     global step and each run's `applied`."""
     images, labels = data
     with tf.Graph().as_default():
       inputs, targets, op, applied, variables = _regression_step(
-          batch, steps, decay=0.9)
+          batch, steps, decay=0.9, clip_norm=clip_norm)
       shadows = [v for v in tf.compat.v1.global_variables()
                  if v.name.endswith(averaging.AVERAGE_NAME + ':0')]
       with tf.compat.v1.Session() as session:
@@ -276,6 +282,110 @@ class AccumulationTest(tf.test.TestCase):
       names = [v.name for v in tf.compat.v1.global_variables() +
                tf.compat.v1.trainable_variables()]
       self.assertFalse([n for n in names if updates.ACCUMULATION_SCOPE in n])
+
+
+
+def _per_replica(step_fn):
+  """Builds `step_fn` on two replicas as Estimator's MirroredStrategy does.
+
+  Returns:
+    (the strategy, the step's train op grouped over replicas, step_fn's
+    per-replica results).
+  """
+  strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+  # Estimator's own context: the v1 optimizer takes each replica's loss
+  # over the number of replicas, so the all-reduced sum is their mean.
+  with strategy.scope(), strategy._scale_loss_for_estimator_enabled():  # pylint: disable=protected-access
+    tf.compat.v1.train.get_or_create_global_step()
+    results = strategy.extended.call_for_each_replica(
+        tf.autograph.experimental.do_not_convert(step_fn))
+    return strategy, strategy.group(results[0]), results
+
+
+class MirroredUpdateTest(tf.test.TestCase, parameterized.TestCase):
+  """float16 and accumulation under MirroredStrategy on two CPU devices."""
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  @parameterized.parameters(1, 2)
+  def test_an_overflow_on_one_replica_skips_the_step_on_both(self, steps):
+    def step_fn():
+      graph = LossScaleTest._overflow_graph(self, 0.5, steps)  # pylint: disable=protected-access
+      weight, inputs, scale, op, applied = graph
+      return op, inputs, weight, scale(), applied
+
+    with tf.Graph().as_default():
+      strategy, train, (_, inputs, weight, scale, applied) = _per_replica(
+          step_fn)
+      local = strategy.experimental_local_results
+      shadow, = [v for v in tf.compat.v1.global_variables()
+                 if v.name.startswith(averaging.average_name(weight))]
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+
+        def update(*feeds):
+          """`steps` runs on the same micro-batches: the last one's flags."""
+          flags = [set(session.run((train, local(applied)),
+                                   dict(zip(local(inputs), feeds)))[1])
+                   for _ in range(steps)]
+          self.assertEqual(flags[:-1], [{False}] * (steps - 1))
+          return flags[-1]
+
+        self.assertEqual(update([1e38, 0.0], [1.0, 3.0]), {False})
+        state = (local(weight), local(scale), local(shadow),
+                 tf.compat.v1.train.get_global_step())
+        weights, scales, shadows, step = session.run(state)
+        self.assertAllEqual(weights, [[1.0, 2.0]] * 2)
+        self.assertAllEqual(shadows, [[1.0, 2.0]] * 2)
+        self.assertEqual((scales, step), ((4.0, 4.0), 0))  # Halved once.
+        # The mean of the replicas' gradients, [2, 2], at rate 0.5.
+        self.assertEqual(update([1.0, 3.0], [3.0, 1.0]), {True})
+        weights, scales, shadows, step = session.run(state)
+        self.assertAllEqual(weights, [[0.0, 1.0]] * 2)
+        self.assertEqual((scales, step), ((4.0, 4.0), 1))
+        rate = min(0.5, 2.0 / 11.0)  # The decay at global step 1.
+        self.assertAllClose(shadows, [rate * np.array([1.0, 2.0]) +
+                                      (1 - rate) * np.array([0.0, 1.0])] * 2)
+
+  def test_two_replicas_of_micro_batches_equal_one_batch_of_all(self):
+    random = np.random.RandomState(2)
+    images, labels = random.normal(size=[36, 3]), random.uniform(-1, 1,
+                                                                 [36, 2])
+    with tf.Graph().as_default():
+      def step_fn():
+        # Without averages: float64 slots cannot be shared by replicas.
+        inputs, targets, op, applied, variables = _regression_step(
+            3, 3, None, clip_norm=0.0)
+        return op, inputs, targets, applied, variables
+
+      strategy, train, (_, inputs, targets, applied, variables) = (
+          _per_replica(step_fn))
+      local = strategy.experimental_local_results
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        flags = []
+        for start in range(0, 36, 6):  # 3 examples to each replica.
+          feed = {}
+          for replica in range(2):
+            chunk = slice(start + 3 * replica, start + 3 * replica + 3)
+            feed[local(inputs)[replica]] = images[chunk]
+            feed[local(targets)[replica]] = labels[chunk]
+          flags.append(session.run((train, local(applied)), feed)[1])
+        got = session.run([local(v) for v in variables] +
+                          [tf.compat.v1.train.get_global_step()])
+    self.assertEqual(flags, [(False, False), (False, False), (True, True)] * 2)
+    # One device, batches of all 18 examples of the 3 runs of 2 replicas.
+    want, _ = AccumulationTest._train(self, (images, labels), 18, 1,  # pylint: disable=protected-access
+                                      clip_norm=0.0)
+    self.assertEqual(got[-1], want[-1])
+    self.assertEqual(want[-1], 2)
+    for replicas, value in zip(got[:-1], want[:2]):  # Kernel, bias.
+      for copy in replicas:
+        self.assertAllClose(copy, value, rtol=0, atol=1e-12)
 
 
 if __name__ == '__main__':

@@ -192,7 +192,7 @@ class Update:
     """`apply` in a strategy's cross-replica context; values per replica."""
     def apply_all(pairs):
       return strategy.group(strategy.extended.call_for_each_replica(
-          apply_fn, args=(pairs,)))
+          apply_fn, args=([(g, _one(strategy, v)) for g, v in pairs],)))
 
     if due is not None:  # Every replica counts the same micro-batches.
       due = strategy.experimental_local_results(due)[0]
@@ -218,6 +218,18 @@ class Update:
         [g for g, _ in grads_and_vars])
     applied = tf.cond(finite, lambda: apply_fn(grads_and_vars), tf.no_op)
     return _after([applied, scale_update], finite)
+
+
+def _one(strategy, variable):
+  """The variable itself, not each replica's wrapper of it.
+
+  A mixed policy's layers wrap their variables in a cast per replica; these
+  come to cross-replica context grouped per replica, and any one of them
+  updates the same mirrored variable.
+  """
+  if isinstance(variable, tf.Variable):
+    return variable
+  return strategy.experimental_local_results(variable)[0]
 
 
 def _after(ops, value):

@@ -350,6 +350,44 @@ class MirroredUpdateTest(tf.test.TestCase, parameterized.TestCase):
         self.assertAllClose(shadows, [rate * np.array([1.0, 2.0]) +
                                       (1 - rate) * np.array([0.0, 1.0])] * 2)
 
+  @parameterized.parameters(('mixed_bfloat16', 1), ('mixed_float16', 1),
+                            ('mixed_bfloat16', 2))
+  def test_a_mixed_policys_layer_trains_on_both_replicas(self, policy, steps):
+    def step_fn():
+      # Each replica's layer wraps the mirrored variables in a cast.
+      layer = tf.keras.layers.Dense(2, dtype=policy,
+                                    kernel_initializer='ones')
+      inputs = tf.compat.v1.placeholder(tf.float32, [2, 3])
+      loss = tf.reduce_mean(tf.cast(layer(inputs), tf.float32))
+      scale = (updates.dynamic_loss_scale(updates.UpdateOptions())
+               if policy == 'mixed_float16' else None)
+      op, _ = optimizers.train_op(
+          tf.compat.v1.train.GradientDescentOptimizer(0.5), loss,
+          layer.trainable_variables, [], {}, _no_clip,
+          update=updates.Update(loss_scale=scale, accumulation_steps=steps))
+      return op, inputs, layer.kernel, layer.bias, layer.compute_dtype
+
+    inputs = np.array([[[1, 2, 3], [3, 2, 1]], [[4, 4, 4], [0, 0, 8]]],
+                      np.float32)  # Per replica; exact in bfloat16.
+    with tf.Graph().as_default():
+      strategy, train, (_, feeds, kernel, bias, dtype) = _per_replica(
+          step_fn)
+      local = strategy.experimental_local_results
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.local_variables_initializer()])
+        for _ in range(steps):
+          session.run(train, dict(zip(local(feeds), inputs)))
+        kernels, biases = session.run((local(kernel), local(bias)))
+    self.assertEqual(set(local(dtype)), {policy.split('_')[1]})
+    # The mean of the 2 outputs of 4 examples: d/dkernel is each input
+    # feature's mean over the examples, over 2; d/dbias is 1/2.
+    feature_means = inputs.reshape(4, 3).mean(axis=0)
+    for value in kernels:
+      self.assertAllEqual(value, np.ones([3, 2]) - 0.5 * np.stack(
+          [feature_means / 2] * 2, axis=1))
+    self.assertAllEqual(biases, [[-0.25, -0.25]] * 2)
+
   def test_two_replicas_of_micro_batches_equal_one_batch_of_all(self):
     random = np.random.RandomState(2)
     images, labels = random.normal(size=[36, 3]), random.uniform(-1, 1,

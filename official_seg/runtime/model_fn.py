@@ -2,7 +2,6 @@
 
 import contextlib
 import dataclasses
-import threading
 from typing import Optional, Sequence
 
 import gin
@@ -15,6 +14,7 @@ from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import quantized
+from official_seg.runtime import dtype_policy
 from official_seg.runtime import tpu_estimator
 from official_seg.semi_supervised import step as semi_lib
 from official_seg.training import averaging
@@ -108,41 +108,6 @@ def _check_quantization(options):
     raise validation.ConfigurationError(
         'ModelFnOptions.quantize_delay_step=0 needs ModelFnOptions.precision'
         " = 'float32' and ModelFnOptions.semi_supervised = None.")
-
-
-class _PolicyHolders:
-  """The model_fn calls inside `keras_policy`, and the policy they replaced."""
-  lock = threading.Lock()
-  count = 0
-  previous = None
-
-
-@contextlib.contextmanager
-def keras_policy(name):
-  """Sets Keras's global dtype policy while any model_fn call is in the block.
-
-  Keras's own policy_scope is private; layers read the global policy when
-  they are constructed, which happens inside the model_fn. A strategy calls
-  the model_fn once per replica in threads that take turns, each pausing
-  where the replicas meet (an all-reduce): the first call to enter sets the
-  policy and the last to leave restores it, so every replica's layers are
-  built under it and none leaves it set.
-  """
-  with _PolicyHolders.lock:
-    if not _PolicyHolders.count:
-      _PolicyHolders.previous = tf.keras.mixed_precision.global_policy()
-      tf.keras.mixed_precision.set_global_policy(name)
-    elif tf.keras.mixed_precision.global_policy().name != name:
-      raise RuntimeError(f'A model_fn in {name!r} started while another ran '
-                         'in another policy.')
-    _PolicyHolders.count += 1
-  try:
-    yield
-  finally:
-    with _PolicyHolders.lock:
-      _PolicyHolders.count -= 1
-      if not _PolicyHolders.count:
-        tf.keras.mixed_precision.set_global_policy(_PolicyHolders.previous)
 
 
 def _xla_scope(jit_compile):
@@ -331,8 +296,8 @@ def make_model_fn(dataset, options, components):
       # module, not from the graph seed: seeding it too makes the initial
       # weights those of the seed (build_run_config.tf_random_seed).
       tf.keras.utils.set_random_seed(config.tf_random_seed)
-    with keras_policy(options.precision), tpu_estimator.cross_shard_context(
-        mode, params):
+    with dtype_policy.keras_policy(options.precision), (
+        tpu_estimator.cross_shard_context(mode, params)):
       return _build_spec(dataset, options, components, features, labels, mode,
                          params, config)
 

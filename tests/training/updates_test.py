@@ -27,6 +27,22 @@ def _dense_pair(policy, weights):
                             bias_initializer=constant(weights[3]))])
 
 
+def _overflow_graph(decay=None, accumulation_steps=1):
+  """Gradient descent (rate 0.5) on sum(w * x), float16's loss scale 8."""
+  weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
+  inputs = tf.compat.v1.placeholder(tf.float32, [2])
+  options = updates.UpdateOptions(initial_loss_scale=8.0,
+                                  loss_scale_growth_steps=2)
+  scale = updates.dynamic_loss_scale(options)
+  op, applied = optimizers.train_op(
+      tf.compat.v1.train.GradientDescentOptimizer(0.5),
+      tf.reduce_sum(weight * inputs), [weight], [], {}, _no_clip,
+      update=updates.Update(loss_scale=scale,
+                            accumulation_steps=accumulation_steps))
+  op = averaging.apply_after(op, [weight], decay, applied)
+  return weight, inputs, scale, op, applied
+
+
 class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
   """float16's dynamic loss scale, one update per run."""
 
@@ -72,24 +88,9 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
     for got, want in zip(unscaled16, grads32):
       self.assertGreater(np.abs(got - want).max(), 0.1 * np.abs(want).max())
 
-  def _overflow_graph(self, decay=None, accumulation_steps=1):
-    """Gradient descent (rate 0.5) on sum(w * x), float16's loss scale 8."""
-    weight = tf.compat.v1.get_variable('w', initializer=[1.0, 2.0])
-    inputs = tf.compat.v1.placeholder(tf.float32, [2])
-    options = updates.UpdateOptions(initial_loss_scale=8.0,
-                                    loss_scale_growth_steps=2)
-    scale = updates.dynamic_loss_scale(options)
-    op, applied = optimizers.train_op(
-        tf.compat.v1.train.GradientDescentOptimizer(0.5),
-        tf.reduce_sum(weight * inputs), [weight], [], {}, _no_clip,
-        update=updates.Update(loss_scale=scale,
-                              accumulation_steps=accumulation_steps))
-    op = averaging.apply_after(op, [weight], decay, applied)
-    return weight, inputs, scale, op, applied
-
   def test_an_overflow_skips_the_step_lowers_the_scale_then_it_grows(self):
     with tf.Graph().as_default():
-      weight, inputs, scale, op, applied = self._overflow_graph()
+      weight, inputs, scale, op, applied = _overflow_graph()
       global_step = tf.compat.v1.train.get_global_step()
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
@@ -107,7 +108,7 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_one_overflowing_micro_batch_skips_its_whole_update(self):
     with tf.Graph().as_default():
-      weight, inputs, scale, op, applied = self._overflow_graph(
+      weight, inputs, scale, op, applied = _overflow_graph(
           accumulation_steps=2)
       global_step = tf.compat.v1.train.get_global_step()
       with tf.compat.v1.Session() as session:
@@ -127,7 +128,7 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
   def test_the_scale_survives_a_checkpoint(self):
     path = self.create_tempdir().full_path + '/model.ckpt'
     with tf.Graph().as_default():
-      _, inputs, scale, op, _ = self._overflow_graph()
+      _, inputs, scale, op, _ = _overflow_graph()
       variables = [v for v in tf.compat.v1.global_variables()
                    if v.name.startswith(updates.LOSS_SCALE_SCOPE + '/')]
       self.assertLen(variables, 2)  # The scale and its count of good steps.
@@ -166,7 +167,7 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
   def test_averages_do_not_move_on_a_skipped_step(self):
     decay = 0.5
     with tf.Graph().as_default():
-      weight, inputs, _, op, _ = self._overflow_graph(decay)
+      weight, inputs, _, op, _ = _overflow_graph(decay)
       with tf.compat.v1.Session() as session:
         session.run(tf.compat.v1.global_variables_initializer())
         shadow, = [v for v in tf.compat.v1.global_variables()
@@ -227,6 +228,28 @@ def _regression_step(batch, steps, decay, clip_norm=0.05):
   return inputs, targets, op, applied, [kernel, bias]
 
 
+def _train(data, batch, steps, clip_norm=0.05):
+  """Trains on `data` in runs of `batch` examples; the weights, averages,
+  global step and each run's `applied`."""
+  images, labels = data
+  with tf.Graph().as_default():
+    inputs, targets, op, applied, variables = _regression_step(
+        batch, steps, decay=0.9, clip_norm=clip_norm)
+    shadows = [v for v in tf.compat.v1.global_variables()
+               if v.name.endswith(averaging.AVERAGE_NAME + ':0')]
+    with tf.compat.v1.Session() as session:
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.local_variables_initializer()])
+      flags = []
+      for start in range(0, len(images), batch):
+        feed = {inputs: images[start:start + batch],
+                targets: labels[start:start + batch]}
+        flags.append(session.run((op, applied), feed)[1]
+                     if applied is not None else session.run(op, feed))
+      return (session.run(variables + shadows +
+                          [tf.compat.v1.train.get_global_step()]), flags)
+
+
 class AccumulationTest(tf.test.TestCase):
   """k micro-batches against one batch k times as large, in float64."""
 
@@ -234,32 +257,11 @@ class AccumulationTest(tf.test.TestCase):
     super().setUp()
     gin.clear_config()
 
-  def _train(self, data, batch, steps, clip_norm=0.05):
-    """Trains on `data` in runs of `batch` examples; the weights, averages,
-    global step and each run's `applied`."""
-    images, labels = data
-    with tf.Graph().as_default():
-      inputs, targets, op, applied, variables = _regression_step(
-          batch, steps, decay=0.9, clip_norm=clip_norm)
-      shadows = [v for v in tf.compat.v1.global_variables()
-                 if v.name.endswith(averaging.AVERAGE_NAME + ':0')]
-      with tf.compat.v1.Session() as session:
-        session.run([tf.compat.v1.global_variables_initializer(),
-                     tf.compat.v1.local_variables_initializer()])
-        flags = []
-        for start in range(0, len(images), batch):
-          feed = {inputs: images[start:start + batch],
-                  targets: labels[start:start + batch]}
-          flags.append(session.run((op, applied), feed)[1]
-                       if applied is not None else session.run(op, feed))
-        return (session.run(variables + shadows +
-                            [tf.compat.v1.train.get_global_step()]), flags)
-
   def test_three_micro_batches_equal_one_batch_three_times_as_large(self):
     random = np.random.RandomState(1)
     data = (random.normal(size=[18, 3]), random.uniform(-1, 1, [18, 2]))
-    accumulated, flags = self._train(data, batch=3, steps=3)
-    whole, whole_flags = self._train(data, batch=9, steps=1)
+    accumulated, flags = _train(data, batch=3, steps=3)
+    whole, whole_flags = _train(data, batch=9, steps=1)
     self.assertEqual(flags, [False, False, True] * 2)
     self.assertEqual(whole_flags, [None, None])
     self.assertEqual(accumulated[-1], 2)  # The global step counts updates.
@@ -312,8 +314,7 @@ class MirroredUpdateTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters(1, 2)
   def test_an_overflow_on_one_replica_skips_the_step_on_both(self, steps):
     def step_fn():
-      graph = LossScaleTest._overflow_graph(self, 0.5, steps)  # pylint: disable=protected-access
-      weight, inputs, scale, op, applied = graph
+      weight, inputs, scale, op, applied = _overflow_graph(0.5, steps)
       return op, inputs, weight, scale(), applied
 
     with tf.Graph().as_default():
@@ -417,8 +418,7 @@ class MirroredUpdateTest(tf.test.TestCase, parameterized.TestCase):
                           [tf.compat.v1.train.get_global_step()])
     self.assertEqual(flags, [(False, False), (False, False), (True, True)] * 2)
     # One device, batches of all 18 examples of the 3 runs of 2 replicas.
-    want, _ = AccumulationTest._train(self, (images, labels), 18, 1,  # pylint: disable=protected-access
-                                      clip_norm=0.0)
+    want, _ = _train((images, labels), 18, 1, clip_norm=0.0)
     self.assertEqual(got[-1], want[-1])
     self.assertEqual(want[-1], 2)
     for replicas, value in zip(got[:-1], want[:2]):  # Kernel, bias.

@@ -389,6 +389,18 @@ class MirroredUpdateTest(tf.test.TestCase, parameterized.TestCase):
           [feature_means / 2] * 2, axis=1))
     self.assertAllEqual(biases, [[-0.25, -0.25]] * 2)
 
+  def test_every_replica_finds_the_scale_in_a_checkpoint(self):
+    model_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      updates.dynamic_loss_scale(updates.UpdateOptions())
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        tf.compat.v1.train.Saver().save(session, model_dir + '/model.ckpt')
+    with tf.Graph().as_default():
+      # The second replica reads its own copy, 'loss_scale/.../replica_1'.
+      _per_replica(lambda: (tf.no_op(), updates.check_checkpoint(
+          model_dir, updates.dynamic_loss_scale(updates.UpdateOptions()))))
+
   def test_two_replicas_of_micro_batches_equal_one_batch_of_all(self):
     random = np.random.RandomState(2)
     images, labels = random.normal(size=[36, 3]), random.uniform(-1, 1,

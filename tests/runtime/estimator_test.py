@@ -105,6 +105,16 @@ class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
       self.assertIsInstance(estimator_lib.build_estimator(config).estimator,
                             tf.estimator.Estimator)
 
+  def test_the_tpu_platforms_cpu_stand_in_takes_accumulation(self):
+    # Without --tpu its model_fn builds the one-device train op.
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'tpu.gin',
+        extra=['UpdateOptions.accumulation_steps = 2'])
+    config = run_config_lib.build_run_config(self.model_dir)
+    self.assertIsNone(config.cluster)
+    self.assertIsInstance(estimator_lib.build_estimator(config).estimator,
+                          tf.compat.v1.estimator.tpu.TPUEstimator)
+
   def test_accumulation_refuses_parameter_servers(self):
     with_ps = mock.Mock(num_ps_replicas=1)
     estimator_lib.check_accumulation(1, with_ps)

@@ -14,10 +14,7 @@ from tests import testing_utils
 class TpuPlatformTest(testing_utils.TinyDataTestCase):
 
   def test_trains_and_evaluates_exactly_through_tpu_estimator_on_cpu(self):
-    # Two micro-batches an update: the global step counts updates.
-    testing_utils.parse_tiny_platform(
-        self.data_dir, 'tpu.gin',
-        extra=['UpdateOptions.accumulation_steps = 2'])
+    testing_utils.parse_tiny_platform(self.data_dir, 'tpu.gin')
     config = run_config_lib.build_run_config(self.create_tempdir().full_path)
     estimator, train_fn, eval_fn = estimator_lib.build_estimator(config)[:3]
     self.assertIsInstance(estimator, tpu_estimator.TPUEstimator)

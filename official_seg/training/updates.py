@@ -322,9 +322,9 @@ def accumulated_mean(grads_and_vars, steps):
 def check_platform(options, precision, tpu, on_tpu):
   """Refuses what float16 and accumulation do not run under.
 
-  Accumulation keeps each replica's sums in local variables; a TPU's
-  shards share one copy of each variable, which would mix them, so it runs
-  on the TPUEstimator's CPU stand-in only.
+  Accumulation keeps each replica's sums in local variables; TPUEstimator
+  has no per-shard variables, so on a TPU the shards would write their own
+  sums into the same ones. Its CPU stand-in builds the one-device step.
 
   Args:
     options: an `UpdateOptions`.

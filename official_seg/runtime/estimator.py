@@ -72,35 +72,16 @@ def _with_batch(input_fn, batch_size, default_context=None):
   return wrapped
 
 
-def check_precision(precision, run_config):
-  """Raises ValueError if a mixed precision is set with an Estimator strategy.
-
-  The policy is set around each model_fn call; a strategy's replicas build
-  their layers in turns, interleaved, so one global policy cannot be scoped
-  to each of them. One-device Estimators and TPUEstimator are fine. The
-  same holds for float16, whose all-reduced loss-scale update is therefore
-  never run here.
-  """
-  if precision != 'float32' and run_config.train_distribute:
-    raise validation.ConfigurationError(
-        f'ModelFnOptions.precision={precision!r} cannot be combined with '
-        'build_run_config.train_distribute (a multi-device Estimator '
-        'platform); use float32 there, or the TPUEstimator '
-        '(gin/platforms/tpu.gin).')
-
-
 def check_accumulation(steps, run_config):
-  """Refuses gradient accumulation with a strategy or parameter servers.
+  """Refuses gradient accumulation with parameter servers.
 
-  A strategy would all-reduce inside the step's conditional update, and
-  parameter servers would hold one set of sums for every worker.
+  Parameter servers would hold one set of sums for every worker.
   """
-  if steps > 1 and (run_config.train_distribute or
-                    run_config.num_ps_replicas):
+  if steps > 1 and run_config.num_ps_replicas:
     raise validation.ConfigurationError(
-        f'UpdateOptions.accumulation_steps={steps} runs on one device only, '
-        'not with build_run_config.train_distribute or parameter servers; '
-        'use 1 there.')
+        f'UpdateOptions.accumulation_steps={steps} cannot be combined with '
+        'parameter servers (gin/platforms/parameter_server.gin); use 1 there, '
+        'or a synchronous platform.')
 
 
 def _serving_estimator(model_fn, run_config):
@@ -240,7 +221,8 @@ def build_estimator(run_config,
 
   Raises:
     ValueError: a batch size that the replicas cannot split, a TPU named
-      without the TPU platform, or bfloat16 with a strategy.
+      without the TPU platform, or float16 or gradient accumulation where
+      they do not run.
   """
   dataset = dataset_info.DatasetInfo()
   options = model_fn_lib.ModelFnOptions()
@@ -263,7 +245,8 @@ def build_estimator(run_config,
       train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
       step_input_fn=train_fn)
   if isinstance(run_config, tpu_estimator.tpu.RunConfig):
-    updates.check_platform(components.updates, options.precision, tpu=True)
+    updates.check_platform(components.updates, options.precision, tpu=True,
+                           on_tpu=run_config.cluster is not None)
     if replicas:  # On a TPU, known only when num_shards is bound.
       per_replica_batch_size(train_batch_size, replicas,
                              'build_estimator.train_batch_size')
@@ -275,7 +258,6 @@ def build_estimator(run_config,
     return built(estimator=estimator, train_input_fn=tpu_train_fn,
                  eval_input_fn=tpu_eval_fn,
                  serving_estimator=_serving_estimator(model_fn, run_config))
-  check_precision(options.precision, run_config)
   check_accumulation(components.updates.accumulation_steps, run_config)
   train_batch = per_replica_batch_size(train_batch_size, replicas,
                                        'build_estimator.train_batch_size')

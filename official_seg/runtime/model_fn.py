@@ -14,6 +14,7 @@ from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import quantized
+from official_seg.runtime import dtype_policy
 from official_seg.runtime import tpu_estimator
 from official_seg.semi_supervised import step as semi_lib
 from official_seg.training import averaging
@@ -107,21 +108,6 @@ def _check_quantization(options):
     raise validation.ConfigurationError(
         'ModelFnOptions.quantize_delay_step=0 needs ModelFnOptions.precision'
         " = 'float32' and ModelFnOptions.semi_supervised = None.")
-
-
-@contextlib.contextmanager
-def keras_policy(name):
-  """Sets Keras's global dtype policy for the block, then restores it.
-
-  Keras's own policy_scope is private; layers read the global policy when
-  they are constructed, which happens inside the model_fn.
-  """
-  previous = tf.keras.mixed_precision.global_policy()
-  tf.keras.mixed_precision.set_global_policy(name)
-  try:
-    yield
-  finally:
-    tf.keras.mixed_precision.set_global_policy(previous)
 
 
 def _xla_scope(jit_compile):
@@ -316,8 +302,8 @@ def make_model_fn(dataset, options, components):
       # module, not from the graph seed: seeding it too makes the initial
       # weights those of the seed (build_run_config.tf_random_seed).
       tf.keras.utils.set_random_seed(config.tf_random_seed)
-    with keras_policy(options.precision), tpu_estimator.cross_shard_context(
-        mode, params):
+    with dtype_policy.keras_policy(options.precision), (
+        tpu_estimator.cross_shard_context(mode, params)):
       return _build_spec(dataset, options, components, features, labels, mode,
                          params, config)
 

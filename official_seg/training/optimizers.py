@@ -217,8 +217,8 @@ def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
 
   Returns:
     (train op, applied): applied is None without `update` (or with one that
-    applies every run), else a bool scalar tensor, whether this run changed
-    the weights and the global step. The train op fails with
+    applies every run) on one device, else a bool scalar tensor, whether
+    this run changed the weights and the global step. The train op fails with
     InvalidArgumentError naming the step when the loss is NaN or Inf, or,
     without a loss scale (which skips such steps), the gradients are,
     before any variable (trainable, batch-norm statistic or global step) is
@@ -242,7 +242,9 @@ def train_op(optimizer, loss, variables, update_ops, multipliers, clip,
       grads_and_vars, global_step)])
   _run_after(checks, update_ops)
   with tf.control_dependencies(update_ops + checks[1:]):
-    if update.conditional:
+    # A strategy's replicas meet in `Update.apply`, which also resolves a
+    # mixed policy's per-replica variable wrappers to one variable.
+    if update.conditional or tf.distribute.has_strategy():
       applied = update.apply(
           lambda pairs: optimizer.apply_gradients(pairs,
                                                   global_step=global_step),

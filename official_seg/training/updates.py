@@ -1,6 +1,8 @@
 """How a training step updates the weights: float16 loss scaling and gradient accumulation."""
 
 import dataclasses
+import functools
+import re
 from typing import Any, Optional
 
 import gin
@@ -83,7 +85,7 @@ def build_update(options, precision, use_tpu):
   Raises:
     validation.ConfigurationError: see `check_platform`.
   """
-  check_platform(options, precision, use_tpu)
+  check_platform(options, precision, use_tpu, use_tpu)
   loss_scale = (dynamic_loss_scale(options)
                 if precision == 'mixed_float16' else None)
   return Update(loss_scale=loss_scale,
@@ -103,8 +105,9 @@ def check_checkpoint(model_dir, loss_scale):
   latest = loss_scale and tf.train.latest_checkpoint(model_dir)
   if not latest:
     return
-  # The scale's read op takes the variable's handle, named as its key.
-  name = loss_scale().op.inputs[0].op.name
+  # The scale's read op takes the variable's handle, named as its key; a
+  # strategy's other replicas read copies named '<key>/replica_<i>'.
+  name = re.sub(r'/replica_\d+$', '', loss_scale().op.inputs[0].op.name)
   keys = tf.train.load_checkpoint(latest).get_variable_to_shape_map()
   if name not in keys:
     raise validation.ConfigurationError(
@@ -156,9 +159,14 @@ class Update:
   def apply(self, apply_fn, grads_and_vars, accumulation):
     """Applies the gradients when the step is due and finite.
 
+    Under a strategy (in its replica context) the decision is taken once, in
+    cross-replica context, so every replica skips or applies alike: a
+    conditional all-reduce built in replica context would need each
+    replica's branch to join it, which a graph's `tf.cond` cannot hold.
+
     Args:
       apply_fn: apply_fn(grads_and_vars) -> the op that applies them and
-        increments the global step.
+        increments the global step; called in replica context.
       grads_and_vars: the gradients `accumulate` returned, after
         multipliers and clipping.
       accumulation: what `accumulate` returned second.
@@ -167,27 +175,61 @@ class Update:
       bool scalar tensor: whether this run changed the weights (and the
       global step); running it runs the whole update.
     """
+    due = None if accumulation is None else accumulation.is_update
+    if tf.distribute.has_strategy() and not (
+        tf.distribute.in_cross_replica_context()):
+      # The first replica's merge function runs, with its `apply_fn`.
+      applied = tf.distribute.get_replica_context().merge_call(
+          functools.partial(self._apply_across, apply_fn),
+          args=(grads_and_vars, due))
+    else:
+      applied = self._apply_when_due(apply_fn, grads_and_vars, due)
     if accumulation is None:
+      return applied
+    return _after([accumulation.advance()], applied)
+
+  def _apply_across(self, apply_fn, strategy, grads_and_vars, due):
+    """`apply` in a strategy's cross-replica context; values per replica."""
+    def apply_all(pairs):
+      return strategy.group(strategy.extended.call_for_each_replica(
+          apply_fn, args=([(g, _one(strategy, v)) for g, v in pairs],)))
+
+    if due is not None:  # Every replica counts the same micro-batches.
+      due = strategy.experimental_local_results(due)[0]
+    return self._apply_when_due(apply_all, grads_and_vars, due)
+
+  def _apply_when_due(self, apply_fn, grads_and_vars, due):
+    """Applies if `due` (None: always) and the gradients are finite."""
+    if due is None:
       return self._apply_if_finite(apply_fn, grads_and_vars)
-
-    def update():
-      applied = self._apply_if_finite(apply_fn, grads_and_vars)
-      with tf.control_dependencies([applied]):
-        return _after([accumulation.reset()], applied)
-
-    def keep():
-      return _after([accumulation.keep()], tf.constant(False))
-
-    return tf.cond(accumulation.is_update, update, keep)
+    return tf.cond(due,
+                   lambda: self._apply_if_finite(apply_fn, grads_and_vars),
+                   lambda: tf.constant(False))
 
   def _apply_if_finite(self, apply_fn, grads_and_vars):
-    """With a loss scale, skips non-finite gradients and updates the scale."""
+    """With a loss scale, skips non-finite gradients and updates the scale.
+
+    In cross-replica context the scale's update all-reduces whether every
+    replica's gradients are finite.
+    """
     if self.loss_scale is None:
       return _after([apply_fn(grads_and_vars)], tf.constant(True))
     scale_update, finite = self.loss_scale.update(
         [g for g, _ in grads_and_vars])
     applied = tf.cond(finite, lambda: apply_fn(grads_and_vars), tf.no_op)
     return _after([applied, scale_update], finite)
+
+
+def _one(strategy, variable):
+  """The variable itself, not each replica's wrapper of it.
+
+  A mixed policy's layers wrap their variables in a cast per replica; these
+  come to cross-replica context grouped per replica, and any one of them
+  updates the same mirrored variable.
+  """
+  if isinstance(variable, tf.Variable):
+    return variable
+  return strategy.experimental_local_results(variable)[0]
 
 
 def _after(ops, value):
@@ -214,21 +256,25 @@ class Accumulation:
   Attributes:
     is_update: bool scalar tensor, whether this micro-batch completes an
       update.
-    reset: reset() -> op: sets the sums and the counter to zero.
-    keep: keep() -> op: stores the sums with this micro-batch's gradients
-      and counts it.
+    advance: advance() -> op: stores the sums with this micro-batch's
+      gradients and counts it, or, when `is_update`, sets them to zero.
   """
 
   is_update: tf.Tensor
-  reset: Any
-  keep: Any
+  advance: Any
 
 
 def _local(name, initial_value):
-  """A non-trainable local variable: not in checkpoints, zero each session."""
+  """A non-trainable local variable: not in checkpoints, zero each session.
+
+  Under a strategy each replica keeps its own copy (its own gradients'
+  sums), read and written in its replica context.
+  """
   return tf.compat.v1.Variable(
       initial_value, trainable=False, name=name,
-      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES])
+      collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
+      synchronization=tf.VariableSynchronization.ON_READ,
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
 def accumulated_mean(grads_and_vars, steps):
@@ -237,7 +283,9 @@ def accumulated_mean(grads_and_vars, steps):
   The sums are local variables: checkpoints never hold them, and a new
   session (a resumed or restarted run) starts an update afresh, which
   loses at most `steps` - 1 micro-batches. Checkpoints saved by the
-  global step fall after an update, when the sums are zero.
+  global step fall after an update, when the sums are zero. Under a
+  strategy the sums are each replica's own; the optimizer all-reduces
+  their means once, at the update.
 
   Args:
     grads_and_vars: this micro-batch's (gradient or None, variable) pairs,
@@ -258,35 +306,42 @@ def accumulated_mean(grads_and_vars, steps):
             for s, (g, _) in zip(sums, grads_and_vars)]
   means = [(None if t is None else t / steps, v)
            for t, (_, v) in zip(totals, grads_and_vars)]
-  live = [(s, t) for s, t in zip(sums, totals) if s is not None]
+  is_update = tf.equal(count + 1, steps)
 
-  def reset():
-    return tf.group([s.assign(tf.zeros_like(s)) for s, _ in live] +
-                    [count.assign(0)])
+  def advance():
+    # The sums are read into `totals` before these writes (data edges).
+    return tf.group(
+        [s.assign(tf.where(is_update, tf.zeros_like(t), t))
+         for s, t in zip(sums, totals) if s is not None] +
+        [count.assign(tf.where(is_update, tf.constant(0, tf.int64),
+                               count + 1))])
 
-  def keep():
-    return tf.group([s.assign(t) for s, t in live] + [count.assign_add(1)])
-
-  return means, Accumulation(is_update=tf.equal(count + 1, steps),
-                             reset=reset, keep=keep)
+  return means, Accumulation(is_update=is_update, advance=advance)
 
 
-def check_platform(options, precision, tpu):
+def check_platform(options, precision, tpu, on_tpu):
   """Refuses what float16 and accumulation do not run under.
+
+  Accumulation keeps each replica's sums in local variables; TPUEstimator
+  has no per-shard variables, so on a TPU the shards would write their own
+  sums into the same ones. Its CPU stand-in builds the one-device step.
 
   Args:
     options: an `UpdateOptions`.
     precision: str, `ModelFnOptions.precision`.
     tpu: bool, a TPUEstimator (on a TPU or its CPU stand-in).
+    on_tpu: bool, on a TPU.
 
   Raises:
-    validation.ConfigurationError: float16 or accumulation on a TPU.
+    validation.ConfigurationError: float16 with a TPUEstimator, or
+      accumulation on a TPU.
   """
-  if tpu and precision == 'mixed_float16':
+  if (tpu or on_tpu) and precision == 'mixed_float16':
     raise validation.ConfigurationError(
         "ModelFnOptions.precision='mixed_float16' is for GPUs; on a TPU use "
         "'mixed_bfloat16' (gin/platforms/tpu.gin).")
-  if tpu and options.accumulation_steps > 1:
+  if on_tpu and options.accumulation_steps > 1:
     raise validation.ConfigurationError(
         f'UpdateOptions.accumulation_steps={options.accumulation_steps} is '
-        'not supported by the TPUEstimator; use 1 there.')
+        'not supported on a TPU (it runs on the CPU without --tpu); use 1 '
+        'there.')

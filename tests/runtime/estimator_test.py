@@ -96,25 +96,34 @@ class EstimatorPlatformTest(testing_utils.TinyDataTestCase):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
 
-  def test_mixed_precision_with_a_strategy_names_both_bindings(self):
-    testing_utils.parse_tiny_platform(self.data_dir, 'bfloat16.gin')
-    config = mock.Mock(train_distribute=mock.Mock())
-    with self.assertRaisesRegex(
-        ValueError, r'ModelFnOptions.precision.*train_distribute.*tpu\.gin'):
-      estimator_lib.check_precision(
-          gin_config.binding('ModelFnOptions.precision'), config)
+  def test_mixed_precision_and_accumulation_build_with_a_strategy(self):
+    for platform in ('float16.gin', 'bfloat16.gin'):
+      testing_utils.parse_tiny_platform(
+          self.data_dir, platform,
+          extra=['UpdateOptions.accumulation_steps = 2'])
+      config = run_config_lib.build_run_config(self.model_dir).replace(
+          train_distribute=tf.distribute.MirroredStrategy(
+              ['/cpu:0', '/cpu:1']))
+      self.assertIsInstance(estimator_lib.build_estimator(config).estimator,
+                            tf.estimator.Estimator)
 
-  def test_float16_and_accumulation_refuse_a_strategy(self):
-    config = tf.estimator.RunConfig(
-        train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
-    with self.assertRaisesRegex(
-        ValueError, r"precision='mixed_float16'.*train_distribute"):
-      estimator_lib.check_precision('mixed_float16', config)
-    estimator_lib.check_accumulation(1, config)
-    with self.assertRaisesRegex(
-        ValueError, r'accumulation_steps=2 .*train_distribute'):
-      estimator_lib.check_accumulation(2, config)
+  def test_the_tpu_platforms_cpu_stand_in_takes_accumulation(self):
+    # Without --tpu its model_fn builds the one-device train op.
+    testing_utils.parse_tiny_platform(
+        self.data_dir, 'tpu.gin',
+        extra=['UpdateOptions.accumulation_steps = 2'])
+    config = run_config_lib.build_run_config(self.model_dir)
+    self.assertIsNone(config.cluster)
+    self.assertIsInstance(estimator_lib.build_estimator(config).estimator,
+                          tf.compat.v1.estimator.tpu.TPUEstimator)
+
+  def test_accumulation_refuses_parameter_servers(self):
+    with_ps = mock.Mock(num_ps_replicas=1)
+    estimator_lib.check_accumulation(1, with_ps)
     estimator_lib.check_accumulation(2, tf.estimator.RunConfig())
+    with self.assertRaisesRegex(
+        ValueError, r'accumulation_steps=2 .*parameter servers'):
+      estimator_lib.check_accumulation(2, with_ps)
 
   def test_float16_on_the_tpu_platform_names_bfloat16(self):
     testing_utils.parse_tiny_platform(

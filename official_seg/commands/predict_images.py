@@ -32,6 +32,8 @@ import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import validation
+from official_seg.data import encode
+from official_seg.data import image_files
 from official_seg.data import layouts
 from official_seg.data import palettes
 from official_seg.data import storage
@@ -54,8 +56,9 @@ flags.DEFINE_string('model_dir', None, 'A training model dir: its newest '
 flags.DEFINE_string('tflite', None, 'A .tflite of train_and_eval '
                     '--mode=export_tflite, run with the TFLite interpreter.',
                     flag_values=FLAGS)
-flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.',
-                    flag_values=FLAGS)
+flags.DEFINE_string('input', None, 'A folder of .jpg/.png/.tif images, or a '
+                    'glob; of the channels and depth of the model\'s '
+                    'dataset.', flag_values=FLAGS)
 flags.DEFINE_string('output_dir', None, 'Where to write the pictures.',
                     flag_values=FLAGS)
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
@@ -217,11 +220,41 @@ def _write_maps(stem, outputs):
               outputs[kind].astype(np.float32))
 
 
-def _predict_one(model, encoded, path):
-  """The outputs of one image: 'semantic', and the maps a SavedModel gives."""
-  if isinstance(model, predictor.Predictor):
-    return model.outputs(encoded, name=path)
-  return {'semantic': model(encoded, name=path)}
+def _model_kind(model):
+  """(channels, bit depth) of the images the model reads."""
+  if isinstance(model, tflite_runner.TfliteModel):
+    return model.channels, model.bit_depth
+  metadata = model.metadata or {}
+  return (metadata.get('image_channels', 3),
+          metadata.get('image_bit_depth', 8))
+
+
+def _predict_one(model, path):
+  """(outputs, pixels) of one image file.
+
+  The outputs: 'semantic', and the maps a SavedModel gives; the pixels as
+  the model read them.
+
+  Raises:
+    validation.ConfigurationError: the file is not an image of the model's
+      channels and depth; names it.
+  """
+  found = image_files.read(path)
+  if found is None:
+    if isinstance(model, predictor.Predictor):
+      with open(path, 'rb') as f:  # The export's own check names the file.
+        model.outputs(f.read(), name=path)
+    raise validation.ConfigurationError(
+        f'{path}: not a JPEG, PNG or TIFF image.')
+  image = image_files.decode(found, path, *_model_kind(model))
+  if isinstance(model, tflite_runner.TfliteModel):
+    return {'semantic': model.predict(image)}, image
+  if found.image_format == encode.RAW_FORMAT:
+    raise validation.ConfigurationError(
+        f'{path} has {found.channels} channels, which no PNG holds, and a '
+        'SavedModel takes PNGs: feed its pixels to the image_tensor '
+        'signature, or predict with a .tflite.')
+  return model.outputs(found.data, name=path), image
 
 
 def _score(scored, outputs, label_path, colours):
@@ -249,12 +282,9 @@ def _predict_all(model, stems, palette, scored, label_paths):
       model.metadata['ignore_label']) if scored else None
   counts = np.zeros([calibration.NUM_BINS, 3])
   for index, (stem, path) in enumerate(stems.items()):
-    with open(path, 'rb') as f:
-      encoded = f.read()
-    outputs = _predict_one(model, encoded, path)
-    image = tf.io.decode_image(encoded, channels=3,
-                               expand_animations=False).numpy()
-    _write_outputs(stem, image, outputs['semantic'], palette)
+    outputs, image = _predict_one(model, path)
+    _write_outputs(stem, visualize.display_rgb(image), outputs['semantic'],
+                   palette)
     _write_maps(stem, outputs)
     if scored:
       counts = counts + _score(scored, outputs, label_paths[stem], colours)

@@ -20,7 +20,6 @@ what the reduction costs.
 import numpy as np
 
 from official_seg.data import encode
-from official_seg.data import split_metadata
 from official_seg.data import tfexample
 from official_seg.datasets import colour_masks
 from official_seg.datasets import convert
@@ -132,8 +131,19 @@ def samples(name, num_images, seed, reduce=False, **sample_kwargs):
     yield (reduced(name, image) if reduce else image), label
 
 
-def _examples(pairs, stem, tally):
-  """DeepLab examples of (image, label) pairs as `build_tfrecords` stores them."""
+def examples(pairs, stem, tally):
+  """DeepLab examples of (image, label) pairs, stored as `build_tfrecords`
+  stores images of their channels and depth.
+
+  Args:
+    pairs: iterable of (image uint8 or uint16 [H, W, C], label uint8
+      [H, W]).
+    stem: str, each record filename's start; the index follows.
+    tally: a `split_metadata.Tally`, given each label and the images' kind.
+
+  Yields:
+    `tf.train.Example` in the DeepLab format.
+  """
   for index, (image, label) in enumerate(pairs):
     filename = f'{stem}_{index:06d}.png'
     stored = encode.stored_pixels(image, filename)
@@ -163,14 +173,10 @@ def write_dataset(output_dir, name, splits, reduce=False, num_shards=2,
   Returns:
     (dict of split name to images written, the dataset gin file's path).
   """
-  written = {}
-  for seed, (split, count) in enumerate(sorted(splits.items()), _FIRST_SEED):
-    tally = split_metadata.Tally()
-    pairs = samples(name, count, seed, reduce, **sample_kwargs)
-    written[split] = tfexample.write_shards(
-        _examples(pairs, f'{name}_{seed}', tally), output_dir, split,
-        num_shards)
-    split_metadata.write_tally(output_dir, split, tally)
+  written = synthetic.write_splits(
+      output_dir, splits, num_shards, lambda count, seed, tally: examples(
+          samples(name, count, seed, reduce, **sample_kwargs),
+          f'{name}_{seed}', tally), first_seed=_FIRST_SEED)
   colours = colour_masks.colour_map(
       f'make_channel_dataset --set={name}', CLASS_NAMES[name],
       _COLOURS[name], synthetic.IGNORE_LABEL, _COLOURS[name])

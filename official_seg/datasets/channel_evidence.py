@@ -12,7 +12,7 @@ what the reduction costs.
   no 8-bit model can find a faint object, while 16 bits separate them by a
   threshold in every image.
 - `fourth_channel`: 8-bit images of 4 channels: RGB and a fourth channel (an
-  infrared or height band). 'box' and 'marked box' draw their shape and
+  infrared or height band). 'box' and 'marked_box' draw their shape and
   colour from one distribution; only the fourth channel marks a marked box.
   The reduced arm keeps RGB, in which the two classes cannot be told apart.
 """
@@ -27,7 +27,7 @@ from official_seg.datasets import synthetic
 
 SETS = ('faint16', 'fourth_channel')
 CLASS_NAMES = {'faint16': ('background', 'visible', 'faint'),
-               'fourth_channel': ('background', 'disk', 'box', 'marked box')}
+               'fourth_channel': ('background', 'disk', 'box', 'marked_box')}
 _COLOURS = {'faint16': [[0, 0, 0], [255, 200, 40], [230, 40, 200]],
             'fourth_channel': [[0, 0, 0], [250, 50, 83], [51, 221, 255],
                                [61, 61, 245]]}
@@ -35,11 +35,13 @@ _COLOURS = {'faint16': [[0, 0, 0], [255, 200, 40], [230, 40, 200]],
 # _STEPS, its noise within +-_NOISE; a faint object lies _FAINT above it.
 # round(v / 257) maps both to k: 257 k +- (_FAINT / 2 + _NOISE) stays
 # within half a step (128.5) of 257 k.
+# The levels span a few dozen steps only: normalized by the split's
+# standard deviation, a faint object's offset stays a few hundredths.
 _FAINT = 100
 _NOISE = 10
-_STEPS = (60, 196)
+_STEPS = (120, 137)
 # A visible object lies this many 8-bit steps from the background.
-_VISIBLE_STEPS = (4, 40)
+_VISIBLE_STEPS = (4, 13)
 # fourth_channel: the fourth channel's mean on the background, disks and
 # boxes, and on marked boxes.
 _PLAIN_FOURTH, _MARKED_FOURTH = 100.0, 170.0

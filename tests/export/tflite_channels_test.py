@@ -131,6 +131,24 @@ class TfliteChannelsTest(tf.test.TestCase):
     self.assertRegex(result.stderr, r'b.tif has 3 channels of 16 bits; the '
                      r'model reads 4 channels of 16 bits .*\n$')
 
+  def test_predict_images_gives_a_saved_model_the_tiff_as_a_png(self):
+    folder = self.create_tempdir().full_path
+    image = tf.io.decode_png(self.encoded[0], dtype=tf.uint16).numpy()
+    tifffile.imwrite(os.path.join(folder, 'a.tif'), image)
+    # The export's metadata gives its kind: an 8-bit RGB photo is refused,
+    # after a.tif (files go in name order).
+    with open(os.path.join(folder, 'b.png'), 'wb') as f:
+      f.write(encode.encode_pixels_png(image[..., :3].astype(np.uint8)))
+    output = self.create_tempdir().full_path
+    result = command_testing.run(predict_images, model_dir=self.model_dir,
+                                 input=folder, output_dir=output)
+    written = tf.io.decode_png(tf.io.read_file(
+        os.path.join(output, 'labels', 'a.png'))).numpy()[..., 0]
+    self.assertAllEqual(written, self.expected[0])
+    self.assertEqual(result.status, 2)
+    self.assertRegex(result.stderr, r'b.png has 3 channels of 8 bits; the '
+                     r'model reads 4 channels of 16 bits .*\n$')
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -8,7 +8,10 @@
     --tflite=runs/quickstart/export/tflite/model_int8.tflite \
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
-For each image <stem> it writes labels/<stem>.png (class ids, one channel),
+Images (JPEG, PNG, TIFF) must have the channels and depth of the model's
+dataset (IMAGE_CHANNELS, IMAGE_BIT_DEPTH; an RGB model also takes grey and
+RGBA); another kind stops with one line naming the file. For each image
+<stem> it writes labels/<stem>.png (class ids, one channel),
 colored/<stem>.png and overlay/<stem>.png; with a SavedModel also
 confidence/<stem>.npy (each pixel's top probability) and entropy/<stem>.npy
 (of its probabilities, in nats), float32 at the image's size, after the

@@ -5,7 +5,7 @@
 
 Scores the newest SavedModel under <model_dir>/export/ and each
 <model_dir>/export/tflite/model_<kind>.tflite on the eval split, each image
-at its decoded size (tflite_runner.evaluate), then times them on the split's
+at its decoded size (tflite_scoring.evaluate), then times them on the split's
 first image in --rounds rounds, each round calling every model once, so a
 change of load on a shared machine touches all alike. Prints a Markdown
 table: size, median and least latency per image, the speed-up of the median
@@ -30,6 +30,7 @@ from official_seg.data import dataset_info
 from official_seg.export import predictor
 from official_seg.export import tflite
 from official_seg.export import tflite_runner
+from official_seg.export import tflite_scoring
 
 # --gin_file (the run's), --gin_param and --data_dir.
 flags.adopt_module_key_flags(seg_flags)
@@ -111,9 +112,9 @@ def main(argv):
       models[kind] = tflite_runner.TfliteModel(path, FLAGS.num_threads)
     else:
       print(f'Skipping {kind}: no {path}')
-  records = {name: tflite_runner.evaluate(model, dataset, FLAGS.max_images)[0]
+  records = {name: tflite_scoring.evaluate(model, dataset, FLAGS.max_images)[0]
              for name, model in models.items()}
-  _, image, _ = next(tflite_runner.eval_examples(dataset, 1))
+  _, image, _ = next(tflite_scoring.eval_examples(dataset, 1))
   times = _latencies(models, image, FLAGS.rounds)
   reference = next(iter(models))
   print(f'{records[reference]["num_images"]} images of split '

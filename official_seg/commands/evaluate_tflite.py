@@ -22,6 +22,7 @@ from official_seg.data import dataset_info
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.export import tflite_runner
+from official_seg.export import tflite_scoring
 from official_seg.runtime import model_fn
 
 FLAGS = flags.FlagValues()
@@ -53,7 +54,7 @@ def _main(argv):
         f'split {dataset.eval_split!r}')
   # The contour bands of the run's evaluator.
   tolerance = model_fn.ModelFnOptions().boundary_tolerance
-  record, _ = tflite_runner.evaluate(model, dataset, FLAGS.max_images,
+  record, _ = tflite_scoring.evaluate(model, dataset, FLAGS.max_images,
                                      tolerance)
   print(results.format_table(record))
   results.warn_never_predicted(record)

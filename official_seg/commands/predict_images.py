@@ -8,7 +8,10 @@
     --tflite=runs/quickstart/export/tflite/model_int8.tflite \
     --input=val/images --label_dir=val/labels --output_dir=/tmp/val_int8
 
-For each image <stem> it writes labels/<stem>.png (class ids, one channel),
+Images (JPEG, PNG, TIFF) must have the channels and depth of the model's
+dataset (IMAGE_CHANNELS, IMAGE_BIT_DEPTH; an RGB model also takes grey and
+RGBA); another kind stops with one line naming the file. For each image
+<stem> it writes labels/<stem>.png (class ids, one channel),
 colored/<stem>.png and overlay/<stem>.png; with a SavedModel also
 confidence/<stem>.npy (each pixel's top probability) and entropy/<stem>.npy
 (of its probabilities, in nats), float32 at the image's size, after the
@@ -35,6 +38,8 @@ import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import validation
+from official_seg.data import encode
+from official_seg.data import image_files
 from official_seg.data import layouts
 from official_seg.data import palettes
 from official_seg.data import storage
@@ -57,8 +62,9 @@ flags.DEFINE_string('model_dir', None, 'A training model dir: its newest '
 flags.DEFINE_string('tflite', None, 'A .tflite of train_and_eval '
                     '--mode=export_tflite, run with the TFLite interpreter.',
                     flag_values=FLAGS)
-flags.DEFINE_string('input', None, 'A folder of .jpg/.png images, or a glob.',
-                    flag_values=FLAGS)
+flags.DEFINE_string('input', None, 'A folder of .jpg/.png/.tif images, or a '
+                    'glob; of the channels and depth of the model\'s '
+                    'dataset.', flag_values=FLAGS)
 flags.DEFINE_string('output_dir', None, 'Where to write the pictures.',
                     flag_values=FLAGS)
 flags.DEFINE_string('label_dir', None, 'Ground-truth label PNGs named '
@@ -235,11 +241,41 @@ def _write_class_maps(stem, outputs, model):
           outputs['class_probabilities'].astype(np.float32))
 
 
-def _predict_one(model, encoded, path):
-  """The outputs of one image: 'semantic', and the maps a SavedModel gives."""
-  if isinstance(model, predictor.Predictor):
-    return model.outputs(encoded, name=path)
-  return {'semantic': model(encoded, name=path)}
+def _model_kind(model):
+  """(channels, bit depth) of the images the model reads."""
+  if isinstance(model, tflite_runner.TfliteModel):
+    return model.channels, model.bit_depth
+  metadata = model.metadata or {}
+  return (metadata.get('image_channels', 3),
+          metadata.get('image_bit_depth', 8))
+
+
+def _predict_one(model, path):
+  """(outputs, pixels) of one image file.
+
+  The outputs: 'semantic', and the maps a SavedModel gives; the pixels as
+  the model read them.
+
+  Raises:
+    validation.ConfigurationError: the file is not an image of the model's
+      channels and depth; names it.
+  """
+  found = image_files.read(path)
+  if found is None:
+    if isinstance(model, predictor.Predictor):
+      with open(path, 'rb') as f:  # The export's own check names the file.
+        model.outputs(f.read(), name=path)
+    raise validation.ConfigurationError(
+        f'{path}: not a JPEG, PNG or TIFF image.')
+  image = image_files.decode(found, path, *_model_kind(model))
+  if isinstance(model, tflite_runner.TfliteModel):
+    return {'semantic': model.predict(image)}, image
+  if found.image_format == encode.RAW_FORMAT:
+    raise validation.ConfigurationError(
+        f'{path} has {found.channels} channels, which no PNG holds, and a '
+        'SavedModel takes PNGs: feed its pixels to the image_tensor '
+        'signature, or predict with a .tflite.')
+  return model.outputs(found.data, name=path), image
 
 
 def _score(scored, outputs, label_path, colours):
@@ -272,12 +308,9 @@ def _predict_all(model, stems, palette, scored, label_paths):
       model.metadata['ignore_label']) if scored else None
   counts = np.zeros([calibration.NUM_BINS, 3])
   for index, (stem, path) in enumerate(stems.items()):
-    with open(path, 'rb') as f:
-      encoded = f.read()
-    outputs = _predict_one(model, encoded, path)
-    image = tf.io.decode_image(encoded, channels=3,
-                               expand_animations=False).numpy()
-    _write_outputs(stem, image, outputs['semantic'], palette)
+    outputs, image = _predict_one(model, path)
+    _write_outputs(stem, visualize.display_rgb(image), outputs['semantic'],
+                   palette)
     _write_maps(stem, outputs)
     _write_class_maps(stem, outputs, model)
     if scored:

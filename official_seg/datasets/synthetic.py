@@ -10,10 +10,10 @@ CLASS_NAMES = ('background', 'disk', 'box', 'triangle')
 IGNORE_LABEL = 255
 # Each shape class has a base colour; the jitter below keeps colour alone from
 # being a perfect cue, so the model also has to use texture and shape.
-_BASE_COLOURS = {1: (200, 60, 50), 2: (60, 170, 70), 3: (60, 80, 200)}
+BASE_COLOURS = {1: (200, 60, 50), 2: (60, 170, 70), 3: (60, 80, 200)}
 
 
-def _background(rng, height, width):
+def background(rng, height, width):
   """Low-frequency noise plus stripes, in a random grey-brown tone."""
   yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
   angle = rng.uniform(0, np.pi)
@@ -26,7 +26,7 @@ def _background(rng, height, width):
   return image + rng.normal(scale=8, size=image.shape)
 
 
-def _shape_mask(rng, class_id, height, width):
+def shape_mask(rng, class_id, height, width):
   """A boolean mask of one random disk, box or triangle."""
   yy, xx = np.mgrid[0:height, 0:width]
   size = rng.uniform(0.12, 0.3) * min(height, width)
@@ -68,12 +68,12 @@ def make_sample(rng, min_size=72, max_size=144, max_shapes=4, band=1):
     (image uint8 [H, W, 3], label uint8 [H, W]).
   """
   height, width = rng.integers(min_size, max_size + 1, size=2)
-  image = _background(rng, height, width)
+  image = background(rng, height, width)
   label = np.zeros((height, width), np.uint8)
   for _ in range(rng.integers(1, max_shapes + 1)):
     class_id = int(rng.integers(1, len(CLASS_NAMES)))
-    mask = _shape_mask(rng, class_id, height, width)
-    colour = np.array(_BASE_COLOURS[class_id]) + rng.uniform(-40, 40, size=3)
+    mask = shape_mask(rng, class_id, height, width)
+    colour = np.array(BASE_COLOURS[class_id]) + rng.uniform(-40, 40, size=3)
     shading = rng.normal(scale=12, size=(height, width, 1))
     image = np.where(mask[..., None], colour + shading, image)
     label[mask] = class_id

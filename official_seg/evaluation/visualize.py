@@ -25,6 +25,26 @@ def colorize(labels, palette):
   return palette[encode.checked_labels(labels)]
 
 
+def display_rgb(image):
+  """An image of any channels and depth as 8-bit RGB, to draw labels over.
+
+  The first three channels (one channel: repeated as grey); 16-bit values
+  keep their high byte.
+
+  Args:
+    image: uint8 or uint16 [H, W, C].
+
+  Returns:
+    uint8 [H, W, 3].
+  """
+  image = np.asarray(image)
+  if image.dtype == np.uint16:
+    image = (image >> 8).astype(np.uint8)
+  if image.shape[2] < 3:
+    image = np.repeat(image[..., :1], 3, axis=2)
+  return image[..., :3]
+
+
 def overlay(image, labels, palette, alpha=0.5):
   """Blends the colourised labels over the image.
 

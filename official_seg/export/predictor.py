@@ -8,8 +8,8 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import image_files
 from official_seg.data import input_fn as input_lib
-from official_seg.data import layouts
 from official_seg.data import storage
 from official_seg.data import tfexample
 from official_seg.evaluation import calibration
@@ -228,7 +228,7 @@ def split_examples(data_dir, split, limit=None):
 
 
 def list_images(pattern):
-  """The JPEG and PNG files of a folder, or matching a glob, sorted.
+  """The JPEG, PNG and TIFF files of a folder, or matching a glob, sorted.
 
   Raises:
     validation.MissingFileError: nothing matches; names `pattern`.
@@ -236,9 +236,9 @@ def list_images(pattern):
   paths = (glob.glob(os.path.join(pattern, '*')) if os.path.isdir(pattern)
            else glob.glob(pattern))
   paths = sorted(path for path in paths
-                 if path.lower().endswith(layouts.IMAGE_EXTENSIONS))
+                 if path.lower().endswith(image_files.EXTENSIONS))
   if not paths:
     raise validation.MissingFileError(
-        f'--input {pattern!r} names no {"/".join(layouts.IMAGE_EXTENSIONS)} '
+        f'--input {pattern!r} names no {"/".join(image_files.EXTENSIONS)} '
         'file; give a folder of images or a glob such as "images/*.jpg".')
   return paths

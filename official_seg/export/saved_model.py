@@ -93,13 +93,16 @@ def write_metadata(path, dataset, extra=None):
     extra: optional dict of more JSON fields.
 
   Returns:
-    `path`, holding 'class_names', 'num_classes', 'ignore_label' and
-    'palette' (`DatasetInfo.palette`: null, a palette name or colours).
+    `path`, holding 'class_names', 'num_classes', 'ignore_label',
+    'palette' (`DatasetInfo.palette`: null, a palette name or colours),
+    'image_channels' and 'image_bit_depth'.
   """
   payload = {'class_names': list(dataset.class_names),
              'num_classes': dataset.num_classes,
              'ignore_label': dataset.ignore_label,
-             'palette': dataset.palette, **(extra or {})}
+             'palette': dataset.palette,
+             'image_channels': dataset.image_channels,
+             'image_bit_depth': dataset.image_bit_depth, **(extra or {})}
   # Evaluator and chief may write it at once: `write_whole` never shows a
   # reader half a file, on a local disk or an object store.
   storage.write_whole(path, json.dumps(payload, indent=2))

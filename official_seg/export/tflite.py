@@ -10,6 +10,7 @@ from official_seg.data import storage
 from official_seg.export import saved_model
 from official_seg.export import tflite_qat
 from official_seg.export import tflite_runner
+from official_seg.export import tflite_scoring
 
 TFLITE_DIR = 'tflite'
 # float32: as trained. float16: weights stored in float16. dynamic_range:
@@ -55,11 +56,11 @@ def check_kinds(kinds, quantized):
 
 
 def serving_inputs(parser, image, size):
-  """The model's batch of one: uint8 [1, H, W, 3] and (h, w) int32 [2].
+  """The model's batch of one: pixels [1, H, W, C] and (h, w) int32 [2].
 
   The eval parser normalizes the pixels (the same function evaluation and
   the SavedModel use) and those beyond (h, w) become 0, the normalized mean
-  pixel that the eval parser pads with. Returns float32 [1, H, W, 3].
+  pixel that the eval parser pads with. Returns float32 [1, H, W, C].
   """
   height, width = image.shape[1:3]
   normalized = parser.normalize(tf.cast(image[0], tf.float32))
@@ -69,7 +70,10 @@ def serving_inputs(parser, image, size):
 
 
 def _serving_graph(estimator, parser, input_size, probabilities):
-  """Builds the graph: uint8 image and size in (`serving_inputs`), class ids out.
+  """Builds the graph: image and size in (`serving_inputs`), class ids out.
+
+  The image input has the eval parser's channels and the type of its depth
+  (`tflite_runner.input_dtype`).
 
   Returns:
     (inputs [image, size], outputs [semantic (, probabilities)], saver).
@@ -77,8 +81,10 @@ def _serving_graph(estimator, parser, input_size, probabilities):
   # TFLite wants one static input shape; the 'size' input says where the
   # image lies in it, as the eval parser's padding does for a batch.
   height, width = input_size
-  image = tf.compat.v1.placeholder(tf.uint8, [1, height, width, 3],
-                                   name=tflite_runner.IMAGE_INPUT)
+  image = tf.compat.v1.placeholder(
+      tflite_runner.input_dtype(parser.image_bit_depth),
+      [1, height, width, parser.image_channels],
+      name=tflite_runner.IMAGE_INPUT)
   size = tf.compat.v1.placeholder(tf.int32, [2],
                                   name=tflite_runner.SIZE_INPUT)
   features = {'image': serving_inputs(parser, image, size),
@@ -104,11 +110,14 @@ def calibration_inputs(dataset, input_size, resize_range, limit):
   own eval preprocessing, never the training augmentation.
 
   Returns:
-    A function of no arguments yielding [uint8 [1, H, W, 3], int32 [2]].
+    A function of no arguments yielding [image [1, H, W, C] of the input's
+    type, int32 [2]].
   """
+  dtype = tflite_runner.input_dtype(dataset.image_bit_depth)
   # Read now, eagerly: the converter calls it inside the export's graph.
-  samples = [list(tflite_runner.fit_image(image, input_size, resize_range))
-             for _, image, _ in tflite_runner.eval_examples(dataset, limit)]
+  samples = [list(tflite_runner.fit_image(image, input_size, resize_range,
+                                          dtype))
+             for _, image, _ in tflite_scoring.eval_examples(dataset, limit)]
   return lambda: iter(samples)
 
 
@@ -156,7 +165,9 @@ def _convert_qat(qat, num_classes, parser, input_size, checkpoint_path,
   return tflite_qat.convert(
       model, qat.inference,
       lambda image, size: serving_inputs(parser, image, size),
-      input_size, probabilities, representative)
+      input_size, probabilities, representative,
+      image_dtype=tflite_runner.input_dtype(parser.image_bit_depth),
+      channels=parser.image_channels)
 
 
 @gin.configurable(denylist=['serving', 'parser', 'qat', 'checkpoint_path'])

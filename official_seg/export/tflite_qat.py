@@ -78,19 +78,21 @@ def restored_model(source, num_classes, input_size, checkpoint_path):
 
 
 def convert(model, options, serving_inputs, input_size, probabilities,
-            representative_dataset):
+            representative_dataset, image_dtype=tf.uint8, channels=3):
   """The full-integer .tflite of a restored quantized model.
 
   Args:
     model: from `restored_model`.
     options: the run's `inference.InferenceOptions`.
-    serving_inputs: function (uint8 image [1, H, W, 3], int32 size [2]) ->
-      float32 [1, H, W, 3]: the normalized, masked batch the export feeds
+    serving_inputs: function (image [1, H, W, C], int32 size [2]) ->
+      float32 [1, H, W, C]: the normalized, masked batch the export feeds
       every kind (`tflite.serving_inputs`).
     input_size: (H, W).
     probabilities: bool, also output the class probabilities.
     representative_dataset: the eval images; they calibrate what lies
       outside the fake-quant ranges (the normalization, the logits' resize).
+    image_dtype: the image input's type (`tflite_runner.input_dtype`).
+    channels: int, its channels.
 
   Returns:
     The .tflite's bytes, with the inputs and outputs `tflite_runner` reads.
@@ -98,7 +100,7 @@ def convert(model, options, serving_inputs, input_size, probabilities,
   height, width = input_size
 
   @tf.function(input_signature=[
-      tf.TensorSpec([1, height, width, 3], tf.uint8,
+      tf.TensorSpec([1, height, width, channels], image_dtype,
                     name=tflite_runner.IMAGE_INPUT),
       tf.TensorSpec([2], tf.int32, name=tflite_runner.SIZE_INPUT)])
   def serve(image, size):

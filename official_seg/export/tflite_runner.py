@@ -1,8 +1,10 @@
 """Runs an exported .tflite: fits an image to its input, maps labels back.
 
 The model's layout (written by `tflite.tflite_export`):
-- input 'image' uint8 [1, H, W, 3], RGB; the image sits in the top-left
-  corner, anything may fill the rest;
+- input 'image' [1, H, W, C] of the dataset's channels (RGB: 3), uint8 for
+  8-bit images and int32 holding the stored values for 16-bit ones (the
+  TFLite interpreter's Python API sets no uint16 tensor); the image sits in
+  the top-left corner, anything may fill the rest;
 - input 'size' int32 [2], (h, w) of the image inside 'image';
 - output 'semantic' int32 [1, H, W], class ids; only the top-left (h, w) are
   the image's; optionally 'probabilities' float32 [1, H, W, C].
@@ -22,11 +24,8 @@ import numpy as np
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import image_files
 from official_seg.data import image_ops
-from official_seg.data import input_fn as input_lib
-from official_seg.data import tfexample
-from official_seg.evaluation import boundary
-from official_seg.evaluation import tally
 from official_seg.export import signatures
 from official_seg.modeling import inference
 from official_seg.modeling import tiling
@@ -38,6 +37,13 @@ PROBABILITIES_OUTPUT = 'probabilities'
 # Beside the .tflite files: what a client needs to read their label maps
 # (see `saved_model.write_metadata`).
 METADATA_FILE = 'segmentation.json'
+# The 'image' input's type by the dataset's bits a channel.
+_INPUT_DTYPES = {8: np.uint8, 16: np.int32}
+
+
+def input_dtype(bit_depth):
+  """The NumPy type of the 'image' input for images of `bit_depth` bits."""
+  return _INPUT_DTYPES[bit_depth]
 
 
 def fitted_size(size, input_size, resize_range=(None, None, None)):
@@ -68,33 +74,37 @@ def fitted_size(size, input_size, resize_range=(None, None, None)):
 
 
 def _resized(image, size):
-  """uint8 image resized bilinearly with aligned corners, as DeepLab."""
+  """An image resized bilinearly with aligned corners, as DeepLab, rounded
+  to its own type."""
   resized = tf.compat.v1.image.resize_bilinear(
       image[None].astype(np.float32), size, align_corners=True)[0]
-  return np.clip(np.round(resized.numpy()), 0, 255).astype(np.uint8)
+  top = np.iinfo(image.dtype).max
+  return np.clip(np.round(resized.numpy()), 0, top).astype(image.dtype)
 
 
-def fit_image(image, input_size, resize_range=(None, None, None)):
+def fit_image(image, input_size, resize_range=(None, None, None),
+              dtype=np.uint8):
   """Puts a decoded image into the model input.
 
   An image that keeps its size is copied unchanged into the top-left
   corner, the rest left 0: then the model sees exactly the eval parser's
   input. Otherwise (see `fitted_size`) it is resized first, bilinearly with
-  aligned corners as DeepLab resizes, and rounded to uint8.
+  aligned corners as DeepLab resizes, and rounded to the image's type.
 
   Args:
-    image: uint8 [h, w, 3], RGB.
+    image: uint8 or uint16 [h, w, C], of the model's channels.
     input_size: (H, W) of the model input.
     resize_range: see `fitted_size`.
+    dtype: the input's type (`input_dtype`).
 
   Returns:
-    (uint8 [1, H, W, 3], int32 [2] the size of the image inside it).
+    (`dtype` [1, H, W, C], int32 [2] the size of the image inside it).
   """
-  image = np.asarray(image, np.uint8)
+  image = np.asarray(image)
   size = fitted_size(image.shape[:2], input_size, resize_range)
   if size != image.shape[:2]:
     image = _resized(image, size)
-  canvas = np.zeros((1,) + tuple(input_size) + (3,), np.uint8)
+  canvas = np.zeros((1,) + tuple(input_size) + image.shape[2:], dtype)
   canvas[0, :size[0], :size[1]] = image
   return canvas, np.array(size, np.int32)
 
@@ -188,6 +198,9 @@ class TfliteModel:
                        f'{[IMAGE_INPUT, SIZE_INPUT]}; it is not a model of '
                        'train_and_eval --mode=export_tflite.')
     self._image = inputs[IMAGE_INPUT]['index']
+    self.channels = int(inputs[IMAGE_INPUT]['shape'][3])
+    self._dtype = inputs[IMAGE_INPUT]['dtype']
+    self.bit_depth = 16 if self._dtype == np.int32 else 8
     self._size = inputs[SIZE_INPUT]['index']
     self.input_size = tuple(int(v) for v in inputs[IMAGE_INPUT]['shape'][1:3])
     self._semantic = outputs[SEMANTIC_OUTPUT]['index']
@@ -237,7 +250,7 @@ class TfliteModel:
     return self._interpreter.get_tensor(self._probabilities)[0]
 
   def predict_windowed(self, image):
-    """int32 [h, w] class ids of a uint8 [h, w, 3] image, in windows.
+    """int32 [h, w] class ids of an image of the model's kind, in windows.
 
     As evaluation with InferenceOptions.window_size = the model's input
     size (and EVAL_CROP_SIZE the same, batch 1): the image, after the eval
@@ -249,7 +262,7 @@ class TfliteModel:
     original = np.shape(image)[:2]
     size = fitted_size(original, (np.inf, np.inf), self.resize_range)
     if size != original:
-      image = _resized(np.asarray(image, np.uint8), size)
+      image = _resized(np.asarray(image), size)
     canvas = tuple(max(a, b) for a, b in zip(size, self.input_size))
     axes = [[t.numpy() for t in tiling.axis_weights(
         length, window, stride, self.windows.blending)]
@@ -260,7 +273,8 @@ class TfliteModel:
     for y, row_weight in zip(rows, row_weights):
       for x, col_weight in zip(cols, col_weights):
         inside = image[y:y + height, x:x + width]
-        fitted = np.zeros((1,) + self.input_size + (3,), np.uint8)
+        fitted = np.zeros((1,) + self.input_size + (self.channels,),
+                          self._dtype)
         fitted[0, :inside.shape[0], :inside.shape[1]] = inside
         probabilities = self.run_probabilities(
             fitted, np.array(inside.shape[:2], np.int32))[:height, :width]
@@ -272,10 +286,12 @@ class TfliteModel:
     return labels_at_original_size(labels, size, original)
 
   def predict(self, image):
-    """int32 [h, w] class ids of a decoded uint8 [h, w, 3] image."""
+    """int32 [h, w] class ids of a decoded image of the model's channels
+    (uint8, or uint16 for a 16-bit model)."""
     if self.windows is not None:
       return self.predict_windowed(image)
-    fitted, size = fit_image(image, self.input_size, self.resize_range)
+    fitted, size = fit_image(image, self.input_size, self.resize_range,
+                             self._dtype)
     return labels_at_original_size(self.run(fitted, size), size,
                                    np.shape(image)[:2])
 
@@ -284,60 +300,11 @@ class TfliteModel:
 
     Raises:
       ValueError: the bytes are not a JPEG or PNG image; names `name`.
+      validation.ConfigurationError: an image of other channels or depth
+        than the model's (`image_files.check_kind`); names `name`.
     """
-    if not (tf.io.is_jpeg(encoded) or tfexample.is_png(encoded)):
+    found = image_files.encoded_file(encoded)
+    if found is None:
       raise ValueError(f'{name}: not a JPEG or PNG image.')
-    return self.predict(tfexample.decode_rgb(encoded).numpy())
-
-
-def eval_examples(dataset, limit=None):
-  """Decoded examples of the dataset's eval split, in shard order.
-
-  Args:
-    dataset: a `DatasetInfo`.
-    limit: optional int, at most this many.
-
-  Yields:
-    (filename str, image uint8 [h, w, 3], label uint8 [h, w]) NumPy.
-
-  Raises:
-    validation.MissingFileError: the split has no shards; names DATA_DIR.
-  """
-  files = input_lib.list_shards(dataset.data_dir, dataset.eval_split)
-  records = tf.data.TFRecordDataset(files).map(tfexample.Decoder().decode)
-  if limit is not None:
-    records = records.take(limit)
-  for example in records.as_numpy_iterator():
-    yield (example['filename'].decode('utf-8'), example['image'],
-           example['label'][..., 0])
-
-
-def evaluate(model, dataset, limit=None,
-             boundary_tolerance=boundary.DEFAULT_TOLERANCE):
-  """Scores a `TfliteModel` on the eval split as the evaluator scores.
-
-  Each image's labels are compared at its decoded size, through the
-  evaluator's ops with its ignore handling (`tally.Tally`), and summed into
-  one record.
-
-  Args:
-    model: a `TfliteModel`.
-    dataset: the `DatasetInfo` whose eval split is scored.
-    limit: optional int, score at most this many images.
-    boundary_tolerance: int >= 1, the contour bands' width in pixels
-      (`ModelFnOptions.boundary_tolerance`).
-
-  Returns:
-    (record, confusion): the `results.record_from_confusion` record, with
-    'model_bytes' and 'latency_ms' (median interpreter time per image, the
-    first call left out: it allocates), and the int64 [C, C] matrix.
-  """
-  scored = tally.Tally(dataset.class_names, dataset.ignore_label,
-                       boundary_tolerance)
-  for _, image, label in eval_examples(dataset, limit):
-    scored.add(label, model.predict(image))
-  record = scored.record(model.global_step)
-  timed = model.seconds[1:] or model.seconds
-  record.update(model_bytes=model.size_bytes,
-                latency_ms=float(np.median(timed)) * 1000.0 if timed else None)
-  return record, scored.confusion
+    return self.predict(image_files.decode(found, name, self.channels,
+                                           self.bit_depth))

@@ -378,7 +378,7 @@ class PredictToolTest(tf.test.TestCase, parameterized.TestCase):
       ('tflite_a_folder', dict(tflite='{root}/images', model_dir=None),
        '--tflite={root}/images is a folder, not a file.'),
       ('input_missing', dict(input='{root}/nope'),
-       "--input '{root}/nope' names no .jpg/.jpeg/.png file"),
+       "--input '{root}/nope' names no .jpg/.jpeg/.png/.tif/.tiff file"),
       ('label_dir_missing', dict(label_dir='{root}/nope'),
        '--label_dir={root}/nope: no such folder.'),
       ('label_dir_a_file', dict(label_dir='{root}/a_file'),

@@ -14,14 +14,14 @@ class ListImagesTest(tf.test.TestCase):
   def setUp(self):
     super().setUp()
     self.folder = self.create_tempdir().full_path
-    for name in ('b.png', 'a.jpg', 'c.JPEG', 'd.bmp', 'notes.txt'):
+    for name in ('b.png', 'a.jpg', 'c.JPEG', 'd.bmp', 'e.tif', 'notes.txt'):
       with open(os.path.join(self.folder, name), 'wb') as f:
         f.write(b'')
 
-  def test_a_folder_lists_its_jpeg_and_png_files_sorted(self):
+  def test_a_folder_lists_its_jpeg_png_and_tiff_files_sorted(self):
     self.assertEqual(
         [os.path.basename(path) for path in predictor.list_images(self.folder)],
-        ['a.jpg', 'b.png', 'c.JPEG'])
+        ['a.jpg', 'b.png', 'c.JPEG', 'e.tif'])
 
   def test_a_glob_is_filtered_the_same_way(self):
     paths = predictor.list_images(os.path.join(self.folder, '[bd].*'))

@@ -344,13 +344,15 @@ class ExportGraphTest(tf.test.TestCase):
   def test_metadata_records_the_dataset_facts(self):
     dataset = dataset_info.DatasetInfo(num_classes=2,
                                        class_names=['sky', 'road'],
-                                       palette='cityscapes')
+                                       palette='cityscapes',
+                                       image_channels=4, image_bit_depth=16)
     path = os.path.join(self.create_tempdir().full_path, 'meta.json')
     saved_model.write_metadata(path, dataset)
     with open(path) as f:
       self.assertEqual(json.load(f), {
           'class_names': ['sky', 'road'], 'num_classes': 2,
-          'ignore_label': 255, 'palette': 'cityscapes'})
+          'ignore_label': 255, 'palette': 'cityscapes',
+          'image_channels': 4, 'image_bit_depth': 16})
 
   def test_a_tpu_estimator_exports_through_an_estimator(self):
     testing_utils.parse_tiny_quickstart(

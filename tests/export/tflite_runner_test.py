@@ -8,6 +8,7 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.export import tflite_runner
+from official_seg.export import tflite_scoring
 from official_seg.modeling import tiling
 from tests import testing_utils
 
@@ -49,7 +50,7 @@ class EvaluateTest(testing_utils.TinyDataTestCase):
     path = os.path.join(self.create_tempdir().full_path, 'm.tflite')
     testing_utils.write_stand_in_tflite(path, (41, 41), {'global_step': 5})
     model = tflite_runner.TfliteModel(path, num_threads=1)
-    record, confusion = tflite_runner.evaluate(model, dataset)
+    record, confusion = tflite_scoring.evaluate(model, dataset)
     expected = testing_utils.stand_in_confusion(self.data_dir, 'val')
     self.assertAllEqual(confusion, expected)
     union = expected.sum(0) + expected.sum(1) - np.diag(expected)

@@ -19,6 +19,7 @@ from official_seg.export import signatures
 from official_seg.export import tflite
 from official_seg.export import tflite_qat
 from official_seg.export import tflite_runner
+from official_seg.export import tflite_scoring
 from official_seg.modeling import model as model_lib
 from official_seg.modeling import quantized
 from official_seg.runtime import experiment
@@ -346,7 +347,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
         tflite.tflite_path(self.qat_dir, 'qat_int8'), num_threads=1)
     serve = self.saved_model.signatures[signatures.PROBABILITIES]
     differences = []
-    for _, image, _ in tflite_runner.eval_examples(dataset_info.DatasetInfo()):
+    for _, image, _ in tflite_scoring.eval_examples(dataset_info.DatasetInfo()):
       fitted, size = tflite_runner.fit_image(image, model.input_size)
       ours = model.run_probabilities(fitted, size)[:size[0], :size[1]]
       served = serve(**{signatures.INPUT_KEY: tf.constant(
@@ -377,7 +378,7 @@ class QuantizationAwareTrainingTest(tf.test.TestCase):
     model = self.served
     confusion = np.zeros([4, 4], np.int64)
     images = 0
-    for _, image, label in tflite_runner.eval_examples(dataset):
+    for _, image, label in tflite_scoring.eval_examples(dataset):
       predicted = model(tf.io.encode_png(image).numpy())
       self.assertEqual(predicted.shape, label.shape)
       valid = label != dataset.ignore_label

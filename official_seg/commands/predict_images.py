@@ -38,8 +38,6 @@ import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import validation
-from official_seg.data import encode
-from official_seg.data import image_files
 from official_seg.data import layouts
 from official_seg.data import palettes
 from official_seg.data import storage
@@ -50,6 +48,7 @@ from official_seg.evaluation import calibration
 from official_seg.evaluation import results
 from official_seg.evaluation import tally
 from official_seg.evaluation import visualize
+from official_seg.export import file_prediction
 from official_seg.export import predictor
 from official_seg.export import tflite_runner
 
@@ -241,43 +240,6 @@ def _write_class_maps(stem, outputs, model):
           outputs['class_probabilities'].astype(np.float32))
 
 
-def _model_kind(model):
-  """(channels, bit depth) of the images the model reads."""
-  if isinstance(model, tflite_runner.TfliteModel):
-    return model.channels, model.bit_depth
-  metadata = model.metadata or {}
-  return (metadata.get('image_channels', 3),
-          metadata.get('image_bit_depth', 8))
-
-
-def _predict_one(model, path):
-  """(outputs, pixels) of one image file.
-
-  The outputs: 'semantic', and the maps a SavedModel gives; the pixels as
-  the model read them.
-
-  Raises:
-    validation.ConfigurationError: the file is not an image of the model's
-      channels and depth; names it.
-  """
-  found = image_files.read(path)
-  if found is None:
-    if isinstance(model, predictor.Predictor):
-      with open(path, 'rb') as f:  # The export's own check names the file.
-        model.outputs(f.read(), name=path)
-    raise validation.ConfigurationError(
-        f'{path}: not a JPEG, PNG or TIFF image.')
-  image = image_files.decode(found, path, *_model_kind(model))
-  if isinstance(model, tflite_runner.TfliteModel):
-    return {'semantic': model.predict(image)}, image
-  if found.image_format == encode.RAW_FORMAT:
-    raise validation.ConfigurationError(
-        f'{path} has {found.channels} channels, which no PNG holds, and a '
-        'SavedModel takes PNGs: feed its pixels to the image_tensor '
-        'signature, or predict with a .tflite.')
-  return model.outputs(found.data, name=path), image
-
-
 def _score(scored, outputs, label_path, colours):
   """Adds one image to `scored`; returns its ECE counts (0 without maps)."""
   if 'masks' in outputs:
@@ -308,7 +270,7 @@ def _predict_all(model, stems, palette, scored, label_paths):
       model.metadata['ignore_label']) if scored else None
   counts = np.zeros([calibration.NUM_BINS, 3])
   for index, (stem, path) in enumerate(stems.items()):
-    outputs, image = _predict_one(model, path)
+    outputs, image = file_prediction.predict_file(model, path)
     _write_outputs(stem, visualize.display_rgb(image), outputs['semantic'],
                    palette)
     _write_maps(stem, outputs)

@@ -22,7 +22,8 @@ _TOP_FOLDERS = ('benchmarks', 'tools')
 # Lower ranks never import higher ones; equal ranks never import each other.
 RANKS = {'validation': -1, 'data': 0, 'modeling': 0, 'training': 1,
          'evaluation': 1, 'export': 2, 'runtime': 3, 'flags': 4,
-         'command_line': 4, 'layout_flags': 4, 'train_and_eval': 5, 'commands': 6}
+         'command_line': 4, 'layout_flags': 4,
+         'generator_flags': 4, 'train_and_eval': 5, 'commands': 6}
 # Features that span layers, each in a package of its own, and the packages
 # of official_seg each may import. The core never imports them but for
 # CORE_IMPORTS_OF_FEATURES (the binary and the commands above it may); the

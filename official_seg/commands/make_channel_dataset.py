@@ -20,6 +20,7 @@ import time
 from absl import flags
 
 from official_seg import command_line
+from official_seg import generator_flags
 from official_seg.datasets import channel_evidence
 
 FLAGS = flags.FlagValues()
@@ -28,36 +29,21 @@ flags.DEFINE_enum('set', None, list(channel_evidence.SETS), 'Which set.',
 flags.DEFINE_bool('reduced', False, 'Write the reduced arm: faint16 '
                   'scaled to 8 bits, fourth_channel without its fourth '
                   'channel.', flag_values=FLAGS)
-flags.DEFINE_string('output_dir', None, 'Where to write shards.',
-                    flag_values=FLAGS)
-flags.DEFINE_integer('num_train', 400, 'Training images.', lower_bound=1,
-                     flag_values=FLAGS)
-flags.DEFINE_integer('num_val', 100, 'Validation images.', lower_bound=1,
-                     flag_values=FLAGS)
-flags.DEFINE_integer('num_shards', 4, 'Shards per split.', lower_bound=1,
-                     flag_values=FLAGS)
-flags.DEFINE_integer('min_size', 72, 'Smallest image side, in pixels.',
-                     lower_bound=32, flag_values=FLAGS)
-flags.DEFINE_integer('max_size', 128, 'Largest image side, in pixels.',
-                     lower_bound=32, flag_values=FLAGS)
-flags.mark_flags_as_required(['set', 'output_dir'], flag_values=FLAGS)
-flags.register_multi_flags_validator(
-    ['min_size', 'max_size'],
-    lambda sizes: sizes['min_size'] <= sizes['max_size'],
-    '--min_size must not exceed --max_size.', flag_values=FLAGS)
+generator_flags.define_generator_flags(FLAGS, None, num_train=400,
+                                       num_val=100, num_shards=4, min_size=72,
+                                       max_size=128, smallest_side=32)
+flags.mark_flag_as_required('set', flag_values=FLAGS)
 
 
 def _main(argv):
   del argv  # Unused.
   start = time.time()
   written, gin_path = channel_evidence.write_dataset(
-      FLAGS.output_dir, FLAGS.set,
-      {'train': FLAGS.num_train, 'val': FLAGS.num_val}, FLAGS.reduced,
-      FLAGS.num_shards, min_size=FLAGS.min_size, max_size=FLAGS.max_size)
-  for split, count in sorted(written.items()):
-    print(f'{split}: {count} images in {FLAGS.num_shards} shards')
-  print(f'Wrote {FLAGS.output_dir} and {gin_path} in '
-        f'{time.time() - start:.1f}s')
+      FLAGS.output_dir, FLAGS.set, generator_flags.splits(FLAGS),
+      FLAGS.reduced, FLAGS.num_shards, min_size=FLAGS.min_size,
+      max_size=FLAGS.max_size)
+  generator_flags.print_written(written, FLAGS, start)
+  print(f'Dataset gin file: {gin_path}')
 
 
 def main(argv=None):

@@ -15,28 +15,16 @@ import time
 from absl import flags
 
 from official_seg import command_line
+from official_seg import generator_flags
 from official_seg.data import split_metadata
 from official_seg.datasets import rare
 
 FLAGS = flags.FlagValues()
-flags.DEFINE_string('output_dir', 'data/rare', 'Where to write shards.',
-                    flag_values=FLAGS)
-flags.DEFINE_integer('num_train', 400, 'Training images.', lower_bound=1,
-                     flag_values=FLAGS)
-flags.DEFINE_integer('num_val', 100, 'Validation images.', lower_bound=1,
-                     flag_values=FLAGS)
-flags.DEFINE_integer('num_shards', 4, 'Shards per split.', lower_bound=1,
-                     flag_values=FLAGS)
 # A crack runs at least a quarter of the shorter side: below 16 pixels it
 # is a few pixels long.
-flags.DEFINE_integer('min_size', 96, 'Smallest image side, in pixels.',
-                     lower_bound=16, flag_values=FLAGS)
-flags.DEFINE_integer('max_size', 144, 'Largest image side, in pixels.',
-                     lower_bound=16, flag_values=FLAGS)
-flags.register_multi_flags_validator(
-    ['min_size', 'max_size'],
-    lambda sizes: sizes['min_size'] <= sizes['max_size'],
-    '--min_size must not exceed --max_size.', flag_values=FLAGS)
+generator_flags.define_generator_flags(FLAGS, 'data/rare', num_train=400,
+                                       num_val=100, num_shards=4, min_size=96,
+                                       max_size=144, smallest_side=16)
 
 
 def class_shares(histogram):
@@ -51,15 +39,14 @@ def _main(argv):
   del argv  # Unused.
   start = time.time()
   written = rare.write_dataset(
-      FLAGS.output_dir, {'train': FLAGS.num_train, 'val': FLAGS.num_val},
+      FLAGS.output_dir, generator_flags.splits(FLAGS),
       num_shards=FLAGS.num_shards, min_size=FLAGS.min_size,
       max_size=FLAGS.max_size)
-  for split, count in sorted(written.items()):
-    metadata = split_metadata.read(FLAGS.output_dir, split)
-    print(f'{split}: {count} images in {FLAGS.num_shards} shards; '
-          f'{class_shares(metadata["label_histogram"])} of the labelled '
-          'pixels')
-  print(f'Wrote {FLAGS.output_dir} in {time.time() - start:.1f}s')
+  generator_flags.print_written(
+      written, FLAGS, start, lambda split: (
+          '; ' + class_shares(split_metadata.read(
+              FLAGS.output_dir, split)['label_histogram']) +
+          ' of the labelled pixels'))
 
 
 def main(argv=None):

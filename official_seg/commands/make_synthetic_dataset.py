@@ -6,18 +6,13 @@ import time
 from absl import flags
 
 from official_seg import command_line
+from official_seg import generator_flags
 from official_seg.datasets import synthetic
 
 FLAGS = flags.FlagValues()
-flags.DEFINE_string('output_dir', 'data/synthetic', 'Where to write shards.',
-                    flag_values=FLAGS)
-flags.DEFINE_integer('num_train', 400, 'Training images.', flag_values=FLAGS)
-flags.DEFINE_integer('num_val', 61, 'Validation images.', flag_values=FLAGS)
-flags.DEFINE_integer('num_shards', 4, 'Shards per split.', flag_values=FLAGS)
-flags.DEFINE_integer('min_size', 72, 'Smallest image side, in pixels.',
-                     flag_values=FLAGS)
-flags.DEFINE_integer('max_size', 144, 'Largest image side, in pixels.',
-                     flag_values=FLAGS)
+generator_flags.define_generator_flags(FLAGS, 'data/synthetic', num_train=400,
+                                       num_val=61, num_shards=4, min_size=72,
+                                       max_size=144)
 flags.DEFINE_enum('image_format', 'jpeg', ['jpeg', 'png'], 'Image encoding.',
                   flag_values=FLAGS)
 
@@ -26,12 +21,10 @@ def _main(argv):
   del argv  # Unused.
   start = time.time()
   written = synthetic.write_dataset(
-      FLAGS.output_dir, {'train': FLAGS.num_train, 'val': FLAGS.num_val},
+      FLAGS.output_dir, generator_flags.splits(FLAGS),
       num_shards=FLAGS.num_shards, image_format=FLAGS.image_format,
       min_size=FLAGS.min_size, max_size=FLAGS.max_size)
-  for split, count in sorted(written.items()):
-    print(f'{split}: {count} images in {FLAGS.num_shards} shards')
-  print(f'Wrote {FLAGS.output_dir} in {time.time() - start:.1f}s')
+  generator_flags.print_written(written, FLAGS, start)
 
 
 def main(argv=None):

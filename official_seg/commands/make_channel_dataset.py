@@ -5,13 +5,14 @@
   make_channel_dataset --set=fourth_channel --output_dir=data/rgbn
   make_channel_dataset --set=fourth_channel --reduced --output_dir=data/rgb
 
-faint16: 16-bit grey images whose 'faint' objects lie 100 of 65535 above
+faint16: 16-bit grey images whose 'faint' objects lie 160 of 65535 above
 the background, within one 8-bit step; --reduced writes the same images
-scaled to 8 bits, where they vanish. fourth_channel: 8-bit images of 4
-channels whose 'box' and 'marked_box' differ in the fourth channel alone;
---reduced writes their RGB. Each writes shards, `<split>-metadata.json`
-and `dataset.gin` (with IMAGE_CHANNELS and IMAGE_BIT_DEPTH); train on it
-with `--gin_file=<output_dir>/dataset.gin` (docs/channel_evidence.md).
+scaled to 8 bits, where they vanish in most images. fourth_channel:
+8-bit images of 4 channels whose 'box' and 'marked_box' differ in the
+fourth channel alone; --reduced writes their RGB. Each writes shards,
+`<split>-metadata.json` and `dataset.gin` (with IMAGE_CHANNELS and
+IMAGE_BIT_DEPTH); train on it with `--gin_file=<output_dir>/dataset.gin`
+(docs/channel_evidence.md).
 """
 
 import sys

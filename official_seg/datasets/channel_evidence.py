@@ -4,13 +4,14 @@ Two sets, each written twice from the same seeds: in full, and reduced to
 what an 8-bit RGB pipeline keeps, so that a model trained on each arm shows
 what the reduction costs.
 
-- `faint16`: 16-bit grey images. Each image's background sits at one
-  level; 'visible' objects lie several 8-bit steps (of 257) above or below
-  it, 'faint' objects 100 above it. The background's level and noise keep
-  background and faint pixels in the same 8-bit step, so the reduced arm
-  (round(v / 257), the usual 16-to-8-bit scaling) gives them equal values:
-  no 8-bit model can find a faint object, while 16 bits separate them by a
-  threshold in every image.
+- `faint16`: 16-bit grey images. Every image's background sits at one
+  level of a narrow band inside one 8-bit step (of 257); 'visible'
+  objects lie one 8-bit step below it, 'faint' objects 160 (of 65535)
+  above it. In most images background and faint pixels share an 8-bit
+  step, so the reduced arm (round(v / 257), the usual 16-to-8-bit scaling)
+  gives them equal values; in the others a part of the faint pixels rounds
+  one step up. In 16 bits one threshold separates faint from background
+  pixels in every image, by more than the set's standard deviation.
 - `fourth_channel`: 8-bit images of 4 channels: RGB and a fourth channel (an
   infrared or height band). 'box' and 'marked_box' draw their shape and
   colour from one distribution; only the fourth channel marks a marked box.
@@ -31,17 +32,19 @@ CLASS_NAMES = {'faint16': ('background', 'visible', 'faint'),
 _COLOURS = {'faint16': [[0, 0, 0], [255, 200, 40], [230, 40, 200]],
             'fourth_channel': [[0, 0, 0], [250, 50, 83], [51, 221, 255],
                                [61, 61, 245]]}
-# faint16: the background's level is 257 k - _FAINT / 2 with k in
-# _STEPS, its noise within +-_NOISE; a faint object lies _FAINT above it.
-# round(v / 257) maps both to k: 257 k +- (_FAINT / 2 + _NOISE) stays
-# within half a step (128.5) of 257 k.
-# The levels span a few dozen steps only: normalized by the split's
-# standard deviation, a faint object's offset stays a few hundredths.
-_FAINT = 100
-_NOISE = 10
-_STEPS = (120, 137)
-# A visible object lies this many 8-bit steps from the background.
-_VISIBLE_STEPS = (4, 13)
+# faint16: the background's level is 257 * _STEP + r with r drawn from
+# _LEVELS (inclusive), its noise within +-_NOISE; a faint object lies
+# _FAINT above it, a visible one 257 below it. round(v / 257) maps
+# 257 * _STEP + d to _STEP for -128 <= d <= 128: the background's d, within
+# r +- _NOISE, always; a faint pixel's, r + _FAINT + noise, whenever
+# r <= 128 - _FAINT - _NOISE (85 of the 97 levels), and partly otherwise; a
+# visible pixel's, r - 257 + noise, always one step lower. The levels'
+# spread (97) is below the faint offset and the visible objects lie one step
+# away only, so the set's standard deviation stays below the faint offset.
+_STEP = 128
+_LEVELS = (-122, -26)
+_FAINT = 160
+_NOISE = 6
 # fourth_channel: the fourth channel's mean on the background, disks and
 # boxes, and on marked boxes.
 _PLAIN_FOURTH, _MARKED_FOURTH = 100.0, 170.0
@@ -70,14 +73,13 @@ def faint16_sample(rng, min_size=72, max_size=128, max_shapes=4):
     (image uint16 [H, W, 1], label uint8 [H, W]).
   """
   height, width = _size(rng, min_size, max_size)
-  level = 257 * int(rng.integers(*_STEPS)) - _FAINT // 2
+  level = 257 * _STEP + int(rng.integers(_LEVELS[0], _LEVELS[1] + 1))
   offsets = np.zeros((height, width))
   label = np.zeros((height, width), np.uint8)
   for _ in range(int(rng.integers(1, max_shapes + 1))):
     class_id = int(rng.integers(1, 3))
     mask = synthetic.shape_mask(rng, int(rng.integers(1, 4)), height, width)
-    steps = int(rng.integers(*_VISIBLE_STEPS)) * rng.choice([-1, 1])
-    offsets[mask] = 257 * steps if class_id == 1 else _FAINT
+    offsets[mask] = -257 if class_id == 1 else _FAINT
     label[mask] = class_id
   noise = rng.integers(-_NOISE, _NOISE + 1, (height, width))
   image = (level + offsets + noise).astype(np.uint16)

@@ -138,6 +138,10 @@ def read_tiff(path):
   import tifffile  # pylint: disable=g-import-not-at-top
   try:
     with tifffile.TiffFile(path) as tiff:
+      if not tiff.series:
+        # A header whose first page's offset leads nowhere: tifffile
+        # opens it and finds no image in it.
+        raise ValueError('no image in the file')
       series = tiff.series[0]
       pixels, axes = series.asarray(), series.axes
   except (OSError, ValueError, tifffile.TiffFileError) as e:

@@ -499,6 +499,31 @@ class ChannelsAndDepthTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
                                                               'train')))
 
+  def test_image_of_another_channel_count_stops_naming_it(self):
+    os.makedirs(os.path.join(self.root, 'img'))
+    self._write_png('a', np.zeros((6, 7, 1), np.uint16))
+    self._write_png('b', np.zeros((6, 7, 3), np.uint16))
+    with self.assertRaisesRegex(
+        layouts.DatasetError,
+        r'^Image .*b\.png has 3 channels of 16 bits but the images before '
+        r'it, from .*a\.png, have 1 of 16;[^\n]*$'):
+      self._convert()
+    self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
+                                                              'train')))
+
+  def test_tiff_the_reader_cannot_open_stops_naming_it(self):
+    os.makedirs(os.path.join(self.root, 'img'))
+    self._write_png('a', np.zeros((6, 7, 1), np.uint16))
+    path = os.path.join(self.root, 'img', 'b.tif')
+    with open(path, 'wb') as f:
+      f.write(b'II*\x00 not a TIFF past its header')
+    with self.assertRaisesRegex(
+        layouts.DatasetError,
+        r'^Cannot read image .*b\.tif: [^\n]*unreadable or truncated'):
+      self._convert()
+    self.assertEmpty(tf.io.gfile.glob(tfexample.shard_pattern(self.out,
+                                                              'train')))
+
   def test_grey_among_colour_8_bit_images_is_colour(self):
     _save(os.path.join(self.root, 'img', 'a.png'),
           self.rng.integers(0, 256, (6, 7), dtype=np.uint8))

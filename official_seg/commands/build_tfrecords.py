@@ -50,29 +50,7 @@ flags.DEFINE_string('dataset_gin', None,
                     'CLASS_NAMES, IGNORE_LABEL, DATA_DIR, TRAIN_SPLIT, '
                     'EVAL_SPLIT) as gin/datasets/*.gin do; default the '
                     'shipped file of the layout.', flag_values=FLAGS)
-flags.DEFINE_integer('num_classes', None,
-                     'folders without --dataset_gin: number of classes.',
-                     flag_values=FLAGS)
-flags.DEFINE_integer('ignore_label', 255,
-                     'folders without --dataset_gin, or a --palette file: '
-                     'the ignore label.', flag_values=FLAGS)
-flags.DEFINE_string(
-    'palette', None,
-    'Labels are colour masks (RGB or RGBA PNGs) with these colours: a shipped '
-    'dataset\'s palette by name (pascal_voc, cityscapes, ade20k), a JSON file '
-    '{"class name": [r, g, b], ...} or CVAT\'s labelmap.txt. The classes come '
-    'from it, and <output_dir>/dataset.gin is written for them. Palette '
-    '(mode P) and grey PNGs still read as class ids.', flag_values=FLAGS)
-flags.DEFINE_bool('unknown_colours_to_ignore', False,
-                  'With --palette: colours of no class become the ignore '
-                  'label instead of an error.', flag_values=FLAGS)
-flags.DEFINE_bool('class_masks', False,
-                  'folders: --label_dir holds a folder of binary masks per '
-                  'class, <class>/<image stem>.png (0 absent, 1 or 255 '
-                  'present; classes may overlap). Each label becomes their '
-                  'bit mask, for the sigmoid output kind, and '
-                  '<output_dir>/dataset.gin is written for them.',
-                  flag_values=FLAGS)
+layout_flags.define_class_flags(FLAGS)
 flags.mark_flags_as_required(['layout', 'output_dir'], flag_values=FLAGS)
 
 
@@ -216,14 +194,21 @@ def convert_all(colours, names=None):
     print(_summary_text(summary, info, names))
     print(f'  {elapsed:.1f}s, {summary.num_images / elapsed:.1f} images/s '
           f'with {FLAGS.num_workers} workers')
+  if colours is None and FLAGS.layout == 'folders' and not FLAGS.dataset_gin:
+    colours = convert.classes_of(info, FLAGS.label_dir)
   return colours and convert.write_dataset_gin(
       colours, FLAGS.output_dir, class_masks.GIN_LINES if names else ())
 
 
-def _main(argv):
-  """Converts the splits; a flag, file or input it cannot use is a
-  ConfigurationError (`layouts.DatasetError` for the data)."""
-  del argv  # The program alone (command_line.run).
+def convert_dataset():
+  """Converts the dataset of the parsed flags, printing each split's
+  summary; the dataset gin file written, or None (a --dataset_gin or a
+  shipped layout's file describes the shards).
+
+  Raises:
+    validation.ConfigurationError: a flag, file or input it cannot use
+      (`layouts.DatasetError` for the data, naming the file).
+  """
   # pylint: disable-next=g-import-not-at-top
   from official_seg.data import storage
   storage.check_output('--output_dir', FLAGS.output_dir, folder=True)
@@ -233,7 +218,13 @@ def _main(argv):
     # pylint: disable-next=g-import-not-at-top
     from official_seg.datasets import class_masks
     colours = class_masks.colour_map(FLAGS.label_dir, names)
-  gin_path = convert_all(colours, names)
+  return convert_all(colours, names)
+
+
+def _main(argv):
+  """Converts the splits (`convert_dataset`)."""
+  del argv  # The program alone (command_line.run).
+  gin_path = convert_dataset()
   if gin_path:
     print(f'Wrote {gin_path}; train with\n  train_and_eval '
           f'--gin_file=gin/experiments/quickstart.gin --gin_file={gin_path} '

@@ -12,6 +12,10 @@
   # And one SavedModel averaging the best configuration's folds:
   cross_validate ... --ensemble
   predict_images --saved_model=runs/cv/<best>/ensemble --input=images/
+  # Or as one .tflite a kind (float32, float16, dynamic_range):
+  cross_validate ... --ensemble_tflite=float32
+  predict_images --tflite=runs/cv/<best>/ensemble_tflite/model_float32.tflite \
+    --input=images/
 
 The folds are written once beside the training split's shards, as the
 splits <split>_fold<i>of<K>_train and _val, with <split>-folds<K>.json
@@ -29,6 +33,7 @@ from official_seg import flags as seg_flags
 from official_seg import validation
 from official_seg.datasets import folds as folds_lib
 from official_seg.datasets import subsets
+from official_seg.export import tflite_ensemble
 from official_seg.runtime import cross_validation
 from official_seg.runtime import gin_config
 
@@ -49,6 +54,11 @@ flags.DEFINE_list('configurations', [],
 flags.DEFINE_bool('ensemble', False, 'Also export one SavedModel that '
                   'averages the folds\' probabilities, of the best '
                   'configuration (<work_dir>/<name>/ensemble).',
+                  flag_values=FLAGS)
+flags.DEFINE_list('ensemble_tflite', [], 'TFLite kinds (of '
+                  'tflite_export.kinds: float32, float16, dynamic_range) of '
+                  'one .tflite each that averages the best configuration\'s '
+                  'folds\' probabilities (<work_dir>/<name>/ensemble_tflite).',
                   flag_values=FLAGS)
 flags.DEFINE_integer('num_shards', 4, 'Most shards of each fold split.',
                      flag_values=FLAGS)
@@ -108,6 +118,8 @@ def _main(argv):
   if not info.data_dir:
     raise validation.ConfigurationError(
         'Give --data_dir, or a --gin_file that sets DATA_DIR.')
+  if FLAGS.ensemble_tflite:  # Before the trainings.
+    tflite_ensemble.check_kinds(FLAGS.ensemble_tflite)
   setups = configurations()
   try:
     splits = fold_splits(info)
@@ -118,10 +130,13 @@ def _main(argv):
   print(cross_validation.format_summary(result))
   print('Summary: ' + os.path.join(FLAGS.work_dir,
                                    cross_validation.SUMMARY_FILE))
+  chosen = {setup.name: setup for setup in setups}[
+      result.get('best', setups[0].name)]
   if FLAGS.ensemble:
-    chosen = {setup.name: setup for setup in setups}[
-        result.get('best', setups[0].name)]
     cross_validation.export_ensemble(chosen, splits, FLAGS.work_dir)
+  if FLAGS.ensemble_tflite:
+    cross_validation.export_tflite_ensemble(chosen, splits, FLAGS.work_dir,
+                                            FLAGS.ensemble_tflite)
 
 
 def main(argv=None):

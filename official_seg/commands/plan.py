@@ -1,11 +1,17 @@
-"""Plans a training run of a converted dataset within a time and memory budget, as a gin file.
+"""Plans a training run of a dataset (converted, or folders) within a time and memory budget, as a gin file.
 
   plan --gin_file=data/mine/dataset.gin --time_budget=20m \
     --output=data/mine/plan.gin
+  plan --image_dir=imgs --label_dir=masks --split_list_dir=lists \
+    --num_classes=3 --time_budget=2h --output=runs/mine/plan.gin
   plan --data_dir=data/mine --time_budget=2h --memory_budget=8G \
     --output=data/mine/plan.gin
   train_and_eval --gin_file=data/mine/plan.gin --model_dir=runs/mine
 
+Folders (--image_dir, --label_dir and the class flags, as `build_tfrecords
+--layout=folders` takes them) are converted first, by the converter, to
+--data_dir (default <folder of --output>/records) with its dataset.gin:
+splits train and val of --split_list_dir's lists, else train alone.
 Reads the training split (class shares, image and object sizes, pixel
 statistics) and the evaluation split's largest image, builds and times the
 training step of each candidate backbone at growing batches, and writes
@@ -21,7 +27,9 @@ import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
+from official_seg import layout_flags
 from official_seg import validation
+from official_seg.commands import build_tfrecords
 from official_seg.data import image_classes
 from official_seg.data import input_fn
 from official_seg.data import split_metadata
@@ -52,9 +60,17 @@ flags.DEFINE_integer('max_batch', plan_search.MAX_BATCH,
 flags.DEFINE_list('backbones', [b.name for b in plan_search.BACKBONES],
                   'The candidate backbones, cheapest first.',
                   flag_values=FLAGS)
+# Folders before conversion, as build_tfrecords --layout=folders reads them.
+layout_flags.define_folder_pair_flags(FLAGS)
+layout_flags.define_class_flags(FLAGS)
+flags.DEFINE_bool('overwrite', False, 'folders: replace records converted '
+                  'to --data_dir earlier.', flag_values=FLAGS)
 flags.mark_flag_as_required('time_budget', flag_values=FLAGS)
 flags.mark_flag_as_required('output', flag_values=FLAGS)
 _BASE = 'base.gin'
+# Handed on to the converter as given.
+_FOLDER_FLAGS = ('image_dir', 'label_dir', 'split_list_dir',
+                 'overwrite') + layout_flags.CLASS_FLAGS
 
 
 def _memory_budget():
@@ -69,15 +85,51 @@ def _memory_budget():
   return available
 
 
+def _records_dir():
+  """--data_dir, else <folder of --output>/records; absolute."""
+  folder = FLAGS.data_dir or os.path.join(os.path.dirname(FLAGS.output),
+                                          'records')
+  return folder if storage.is_absolute(folder) else os.path.abspath(folder)
+
+
+def _converted():
+  """Converts the folders with build_tfrecords; its dataset gin file.
+
+  Raises:
+    validation.ConfigurationError: --gin_file given too; the converter's
+      refusals of flags and data (one line naming the flag or file).
+  """
+  if FLAGS.gin_file:
+    raise validation.ConfigurationError(
+        'Give folders (--image_dir, --label_dir and --num_classes, --palette '
+        'or --class_masks) or --gin_file (a converted dataset), not both.')
+  records = _records_dir()
+  splits = 'train,val' if FLAGS.split_list_dir else 'train'
+  argv = ['build_tfrecords', '--layout=folders', f'--output_dir={records}',
+          f'--splits={splits}'] + [FLAGS[name].serialize()
+                                   for name in _FOLDER_FLAGS
+                                   if FLAGS[name].present]
+  build_tfrecords.FLAGS.unparse_flags()
+  build_tfrecords.FLAGS(argv)
+  path = build_tfrecords.convert_dataset()
+  print(f'Converted {FLAGS.image_dir} and {FLAGS.label_dir} to {records} '
+        f'(splits {splits}); its dataset: {path}')
+  return path
+
+
 def _dataset_gin():
-  """The dataset gin file: --gin_file, else <--data_dir>/dataset.gin."""
+  """The dataset gin file: the folders' once converted, --gin_file, else
+  <--data_dir>/dataset.gin."""
+  if FLAGS.image_dir or FLAGS.label_dir:
+    return [_converted()]
   if FLAGS.gin_file:
     return list(FLAGS.gin_file)
   path = os.path.join(FLAGS.data_dir or '', 'dataset.gin')
   if not (FLAGS.data_dir and tf.io.gfile.exists(path)):
     raise validation.ConfigurationError(
-        'Give --gin_file (the dataset gin file build_tfrecords wrote) or a '
-        '--data_dir that holds dataset.gin.')
+        'Give --gin_file (the dataset gin file build_tfrecords wrote), a '
+        '--data_dir that holds dataset.gin, or folders (--image_dir, '
+        '--label_dir).')
   return [path]
 
 

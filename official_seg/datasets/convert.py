@@ -299,3 +299,10 @@ def write_dataset_gin(colours, output_dir, extra=()):
   storage.write_whole(path, dataset_gin_text(colours, output_dir, metadata,
                                              extra))
   return path
+
+
+def classes_of(info, source):
+  """The `colour_masks.ColourMap` of a `DatasetInfo`'s classes, for
+  `write_dataset_gin` of labels that hold class ids (no colours)."""
+  return colour_masks.ColourMap(source, tuple(info.class_names), None, None,
+                                info.ignore_label, info.palette)

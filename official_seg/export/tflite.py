@@ -234,3 +234,31 @@ def _write_metadata(model_dir, dataset, checkpoint_path, preprocessing):
   return saved_model.write_metadata(
       path, dataset, {'checkpoint': checkpoint_path, 'global_step': step,
                       **preprocessing})
+
+
+def frozen_serving_graph(estimator, parser, input_size, checkpoint_path):
+  """The TFLite serving graph of a checkpoint, its variables as constants.
+
+  The graph of `tflite_export`'s session kinds, with the 'probabilities'
+  output: inputs `tflite_runner.IMAGE_INPUT` and `SIZE_INPUT`, outputs
+  `SEMANTIC_OUTPUT` and `PROBABILITIES_OUTPUT`, so several can be imported
+  into one graph (`tflite_ensemble`).
+
+  Returns:
+    A `tf.compat.v1.GraphDef`.
+  """
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    _, outputs, saver = _serving_graph(estimator, parser, input_size,
+                                       probabilities=True)
+    saver.restore(session, checkpoint_path)
+    return tf.compat.v1.graph_util.convert_variables_to_constants(
+        session, session.graph.as_graph_def(),
+        [output.op.name for output in outputs])
+
+
+def configure_converter(converter, kind):
+  """Sets a converter's optimizations for an uncalibrated kind (float32,
+  float16, dynamic_range), as `tflite_export` does."""
+  if kind in _CALIBRATED:
+    raise ValueError(f'{kind} needs calibration images.')
+  _configure(converter, kind, None)

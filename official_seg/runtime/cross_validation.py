@@ -14,11 +14,17 @@ from official_seg import validation
 from official_seg.data import storage
 from official_seg.export import ensemble as ensemble_lib
 from official_seg.export import predictor
+from official_seg.export import saved_model
+from official_seg.export import tflite
+from official_seg.export import tflite_ensemble
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.runtime import run_config as run_config_lib
 
 DONE_FILE = 'fold_result.json'
 ENSEMBLE_DIR = 'ensemble'
+TFLITE_ENSEMBLE_DIR = 'ensemble_tflite'
 SUMMARY_FILE = 'cross_validation.json'
 
 
@@ -202,6 +208,70 @@ def export_ensemble(configuration, fold_splits, work_dir, log=print):
   log(f'{configuration.name}: the mean of {len(members)} folds\' '
       f'probabilities exported to {output}')
   return output
+
+
+def _fold_graph(configuration, splits, model_dir):
+  """A fold's final checkpoint as a frozen TFLite serving graph.
+
+  Built with the fold's own settings, at the eval crop (the input of
+  `tflite_export` by default).
+
+  Returns:
+    (GraphDef, `DatasetInfo`, the metadata of its preprocessing and
+    checkpoint).
+
+  Raises:
+    validation.ConfigurationError: the sigmoid output kind.
+    validation.MissingFileError: the fold has no checkpoint.
+  """
+  settings = _settings(configuration, splits)
+  with gin_config.parsed_alone(settings['gin_files'], settings['gin_params']):
+    built = estimator_lib.build_estimator(
+        run_config_lib.build_run_config(model_dir))
+    tflite_ensemble.check_output_kind(
+        built.components.inference.output.sigmoid)
+    checkpoint = saved_model.checkpoint_to_export(built.estimator)
+    parser = built.eval_parser
+    graph = tflite.frozen_serving_graph(
+        built.estimator, parser, tuple(int(v) for v in parser.crop_size),
+        checkpoint)
+    return graph, built.dataset, dict(
+        saved_model.preprocessing_metadata(parser), checkpoint=checkpoint)
+
+
+def export_tflite_ensemble(configuration, fold_splits, work_dir, kinds,
+                           log=print):
+  """One .tflite a kind averaging the probabilities of a configuration's
+  folds (`export.tflite_ensemble`), from their final checkpoints.
+
+  Written to <work_dir>/<name>/ensemble_tflite/model_<kind>.tflite with its
+  segmentation.json, replacing an earlier one; the inputs and outputs of
+  `--mode=export_tflite`'s models with probabilities.
+
+  Returns:
+    dict of kind to the path written.
+
+  Raises:
+    tflite.KindError: kinds an ensemble cannot take
+      (`tflite_ensemble.check_kinds`).
+    validation.ConfigurationError: the sigmoid output kind.
+  """
+  tflite_ensemble.check_kinds(kinds)
+  folds = [_fold_graph(configuration, splits,
+                       os.path.join(work_dir, configuration.name,
+                                    f'fold{index}'))
+           for index, splits in enumerate(fold_splits)]
+  output = os.path.join(work_dir, configuration.name, TFLITE_ENSEMBLE_DIR)
+  if tf.io.gfile.exists(output):
+    tf.io.gfile.rmtree(output)
+  metadata = {key: value for key, value in folds[0][2].items()
+              if key != 'checkpoint'}
+  written = tflite_ensemble.export_ensemble(
+      [fold[0] for fold in folds], output, kinds, folds[0][1],
+      dict(metadata, ensemble_of=[fold[2]['checkpoint'] for fold in folds]))
+  log(f'{configuration.name}: the mean of {len(folds)} folds\' '
+      f'probabilities as TFLite {", ".join(kinds)} in {output}')
+  return written
 
 
 def _cell(spread):

@@ -43,6 +43,11 @@ class ToolTest(tf.test.TestCase):
     self.assertLen(_read_split(f'{root}/out', 'train'), 3)
     self.assertEqual(
         split_metadata.read(f'{root}/out', 'train')['num_images'], 3)
+    # Class ids of --num_classes: a dataset.gin of them, as of a palette.
+    self.assertIn(f'Wrote {root}/out/dataset.gin', result.stdout)
+    info = gin_config.read_dataset([f'{root}/out/dataset.gin'])
+    self.assertEqual((info.num_classes, info.ignore_label, info.data_dir,
+                      info.split_sizes), (2, 255, f'{root}/out', {'train': 3}))
     _save(os.path.join(root, 'mask', 'q.png'), np.full((20, 26), 9, np.uint8))
     result = self._run(overwrite=True, **flags)
     self.assertEqual(result.status, 2)

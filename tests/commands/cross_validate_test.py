@@ -1,4 +1,4 @@
-"""cross_validate: two folds of the tiny quickstart trained, evaluated, summarized, resumed and served as one ensemble."""
+"""cross_validate: two folds of the tiny quickstart trained, evaluated, summarized, resumed and served as one ensemble (SavedModel and TFLite)."""
 
 import io
 import json
@@ -12,6 +12,7 @@ from official_seg.commands import cross_validate
 from official_seg.data import input_fn
 from official_seg.export import predictor
 from official_seg.export import signatures
+from official_seg.export import tflite_runner
 from official_seg.runtime import cross_validation
 from tests import testing_utils
 from tests.commands import command_testing
@@ -61,11 +62,33 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
     self.assertAllClose(summary['mean_iou']['mean'], np.mean(mious))
     self.assertAllClose(summary['mean_iou']['std'], np.std(mious, ddof=1))
 
-    again = self._run(folds=2, ensemble=True)
+    again = self._run(folds=2, ensemble=True, ensemble_tflite=['float32'])
     self.assertEqual(again.status, 0, again.stderr)
     self.assertIn('Folds of split \'train\': written earlier', again.stdout)
     self.assertEqual(again.stdout.count('done earlier'), 2)
-    self._check_ensemble()
+    mean = self._check_ensemble()
+    self._check_tflite_ensemble(mean)
+
+  def _check_tflite_ensemble(self, mean):
+    """The TFLite interpreter's probabilities are the folds' mean too."""
+    path = os.path.join(self.work_dir, 'experiment',
+                        cross_validation.TFLITE_ENSEMBLE_DIR,
+                        'model_float32.tflite')
+    model = tflite_runner.TfliteModel(path, num_threads=1)
+    self.assertEqual(model.input_size, (41, 41))  # EVAL_CROP_SIZE.
+    for index, (seed, height, width) in enumerate([(0, 30, 37),
+                                                   (1, 41, 26)]):
+      image = np.asarray(Image.open(io.BytesIO(_png(seed, height, width))))
+      fitted, size = tflite_runner.fit_image(image, model.input_size)
+      served = model.run_probabilities(fitted, size)
+      # The SavedModels' float32 in TensorFlow, the .tflite's in TFLite's
+      # kernels: equal to float32 rounding of the sums.
+      self.assertAllClose(served[:height, :width],
+                          mean[index, :height, :width], rtol=1e-5,
+                          atol=1e-5)
+      self.assertAllEqual(
+          model.run(fitted, size)[0, :height, :width],
+          np.argmax(served[:height, :width], axis=-1))
 
   def _check_ensemble(self):
     """The ensemble serves the mean of the folds' probabilities."""
@@ -101,6 +124,7 @@ class CrossValidateTest(testing_utils.TinyDataTestCase):
     metadata = predictor.read_metadata(output)
     self.assertEqual(metadata.pop('ensemble_of'), members)
     self.assertEqual(metadata, predictor.read_metadata(members[0]))
+    return mean
 
   def test_configurations_of_one_name_exit_2(self):
     result = self._run(folds=2,

@@ -1,4 +1,4 @@
-"""plan: one real measurement whose written plan passes the binary's dry run; bad input stops with one line."""
+"""plan: one real measurement of records and one of folders, whose written plans pass the binary's dry run; bad input stops with one line."""
 
 import os
 import re
@@ -6,11 +6,14 @@ import shutil
 import tempfile
 
 import gin
+import numpy as np
+from PIL import Image
 import tensorflow as tf
 
 from official_seg.commands import plan
 from official_seg.runtime import config_checks
 from official_seg.runtime import experiment as experiment_lib
+from official_seg.data import split_metadata
 from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests.commands import command_testing
@@ -31,6 +34,33 @@ def _plan(data_dir, output, **flags):
                 max_batch=1, backbones=['mobilenet_v2_035'])
   values.update(flags)
   return command_testing.run(plan, **values)
+
+
+def _stopped(test, result, pattern):
+  """Exit 2, the contract's heading (after any progress bar), one line."""
+  test.assertEqual(result.status, 2, result.stdout)
+  reported = result.stderr.split('Invalid configuration:\n')[-1]
+  test.assertLen(reported.strip().splitlines(), 1, result.stderr)
+  test.assertRegex(reported, pattern)
+
+
+def _write_folders(root, stems, channels=3, size=(37, 45)):
+  """Random images and labels of classes 0-2 (and 255), by stem."""
+  rng = np.random.default_rng(len(stems))
+  for name in ('img', 'mask'):
+    os.makedirs(os.path.join(root, name), exist_ok=True)
+  for stem in stems:
+    shape = size + ((channels,) if channels > 1 else ())
+    Image.fromarray(rng.integers(0, 256, shape).astype(np.uint8)).save(
+        os.path.join(root, 'img', f'{stem}.png'))
+    label = rng.choice(np.array([0, 1, 2, 255], np.uint8), size)
+    Image.fromarray(label).save(os.path.join(root, 'mask', f'{stem}.png'))
+
+
+def _folder_flags(root, **flags):
+  return dict(dict(image_dir=os.path.join(root, 'img'),
+                   label_dir=os.path.join(root, 'mask'), num_classes=3,
+                   gin_file=[]), **flags)
 
 
 class PlanTest(tf.test.TestCase):
@@ -117,6 +147,89 @@ class PlanTest(tf.test.TestCase):
   def test_an_unknown_backbone_stops(self):
     self._stopped(_plan(self.data_dir, os.path.join(self.root, 'x.gin'),
                         backbones=['vgg']), r'--backbones=vgg: name one')
+
+
+class PlanFolderTest(tf.test.TestCase):
+  """Folders before conversion: converted by build_tfrecords, then planned."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp(prefix='plan_folder_test_')
+    stems = [f'im{i}' for i in range(6)]
+    _write_folders(cls.root, stems)
+    os.makedirs(os.path.join(cls.root, 'lists'))
+    for split, names in (('train', stems[:4]), ('val', stems[4:])):
+      with open(os.path.join(cls.root, 'lists', f'{split}.txt'), 'w') as f:
+        f.write('\n'.join(names) + '\n')
+    cls.output = os.path.join(cls.root, 'run', 'plan.gin')
+    # The one real measurement of folders.
+    cls.result = _plan(None, cls.output, **_folder_flags(
+        cls.root, split_list_dir=os.path.join(cls.root, 'lists')))
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def test_folders_are_converted_beside_the_plan_then_planned(self):
+    self.assertEqual(self.result.status, 0, self.result.stderr)
+    records = os.path.join(self.root, 'run', 'records')
+    dataset_gin = os.path.join(records, 'dataset.gin')
+    self.assertIn(f'to {records} (splits train,val); its dataset: '
+                  f'{dataset_gin}', self.result.stdout)
+    for split, count in (('train', 4), ('val', 2)):
+      self.assertEqual(split_metadata.read(records, split)['num_images'],
+                       count)
+    info = gin_config.read_dataset([dataset_gin])
+    self.assertEqual((info.num_classes, info.ignore_label, info.data_dir,
+                      info.train_split, info.eval_split),
+                     (3, 255, records, 'train', 'val'))
+    with open(self.output) as f:
+      text = f.read()
+    self.assertIn(f"include '{dataset_gin}'\n", text)
+    for title in _TITLES:
+      self.assertRegex(text, rf'\n# {title}: \S[^\n]*\n')
+    # The records' plan passes the dry run (PlanTest); this one's bindings
+    # are checked without timing another step.
+    gin_config.parse([self.output], [], finalize=False)
+    config_checks.check_configuration([self.output], [])
+
+  def _folders(self, name, stems, **kwargs):
+    root = os.path.join(self.root, name)
+    _write_folders(root, stems, **kwargs)
+    return root
+
+  def test_an_empty_folder_stops_naming_it(self):
+    root = self._folders('empty', [])
+    _stopped(self, _plan(None, os.path.join(root, 'plan.gin'),
+                         **_folder_flags(root)),
+             rf"No images found for split 'train' \({root}/img\)")
+
+  def test_an_image_without_its_label_stops_naming_the_label(self):
+    root = self._folders('mismatched', ['a', 'b'])
+    os.remove(os.path.join(root, 'mask', 'b.png'))
+    _stopped(self, _plan(None, os.path.join(root, 'plan.gin'),
+                         **_folder_flags(root)),
+             rf'needs the label {root}/mask/b.png, which does not exist')
+
+  def test_mixed_channels_stop_naming_the_image(self):
+    root = self._folders('mixed', ['a', 'b'])
+    _write_folders(root, ['c'], channels=4)
+    _stopped(self, _plan(None, os.path.join(root, 'plan.gin'),
+                         **_folder_flags(root)),
+             rf'Image {root}/img/c.png has 4 channels of 8 bits but the '
+             'images before it')
+
+  def test_folders_and_a_dataset_file_stop(self):
+    root = self._folders('both', ['a'])
+    _stopped(self, _plan(None, os.path.join(root, 'plan.gin'),
+                         **_folder_flags(root, gin_file=[_DATASET_GIN])),
+             r'Give folders .* or --gin_file .*, not both')
 
 
 if __name__ == '__main__':

@@ -18,11 +18,11 @@ from absl import flags
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
-from official_seg.data import dataset_info
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.export import tflite_runner
 from official_seg.export import tflite_scoring
+from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn
 
 FLAGS = flags.FlagValues()
@@ -47,8 +47,11 @@ def _main(argv):
   storage.check_input('--tflite', FLAGS.tflite, folder=False)
   if FLAGS.output:
     storage.check_output('--output', FLAGS.output, folder=False)
-  seg_flags.parse_gin(finalize=False, flag_values=FLAGS)
-  dataset = dataset_info.DatasetInfo()
+  # A dataset file alone (build_tfrecords' dataset.gin) reads as the
+  # experiment that includes it does.
+  storage.set_gcs_plugin_defaults()
+  dataset = gin_config.read_dataset(list(FLAGS.gin_file or []),
+                                    seg_flags.gin_params(flag_values=FLAGS))
   model = tflite_runner.TfliteModel(FLAGS.tflite, FLAGS.num_threads)
   print(f'Scoring {FLAGS.tflite} on {dataset.data_dir} '
         f'split {dataset.eval_split!r}')

@@ -92,6 +92,20 @@ def _records_dir():
   return folder if storage.is_absolute(folder) else os.path.abspath(folder)
 
 
+def _check_no_records(records):
+  """Refuses to convert over records there, unless --overwrite.
+
+  Raises:
+    validation.ConfigurationError: shards already in `records`.
+  """
+  if not FLAGS.overwrite and tf.io.gfile.glob(
+      os.path.join(records, '*.tfrecord')):
+    raise validation.ConfigurationError(
+        f'{records} already holds records: pass --overwrite to convert the '
+        f'folders again, --data_dir=<another folder>, or plan those records '
+        f'with --gin_file={os.path.join(records, "dataset.gin")}.')
+
+
 def _converted():
   """Converts the folders with build_tfrecords; its dataset gin file.
 
@@ -103,7 +117,12 @@ def _converted():
     raise validation.ConfigurationError(
         'Give folders (--image_dir, --label_dir and --num_classes, --palette '
         'or --class_masks) or --gin_file (a converted dataset), not both.')
+  if not (FLAGS.num_classes or FLAGS.palette or FLAGS.class_masks):
+    raise validation.ConfigurationError(
+        'Folders need their classes: --num_classes (and --ignore_label) for '
+        'class-id PNGs, --palette for colour masks, or --class_masks.')
   records = _records_dir()
+  _check_no_records(records)
   splits = 'train,val' if FLAGS.split_list_dir else 'train'
   argv = ['build_tfrecords', '--layout=folders', f'--output_dir={records}',
           f'--splits={splits}'] + [FLAGS[name].serialize()
@@ -215,6 +234,7 @@ def _choices(info, train, facts, dataset_gin, budgets, backbones):
       ('evaluation', chosen.evaluation),
       ('batch', plan_search.batch_choice(chosen, budgets[1])),
       ('steps', plan_search.steps_choice(chosen, budgets[0])),
+      ('batch norm', plan_search.batch_norm_choice(chosen)),
       ('schedule', planner.schedule_choice(
           chosen.steps, chosen.measurement.seconds, budgets[0])),
       ('scale', planner.scale_choice(crop, *facts.objects, output_stride)),

@@ -1,6 +1,7 @@
 """The measured part of a plan: the batch that fits the memory budget and the backbone and steps that fit the time budget."""
 
 import collections
+import math
 
 from official_seg import validation
 from official_seg.datasets import plan_file
@@ -9,17 +10,26 @@ from official_seg.datasets import planner
 # What one training step cost on this machine: seconds, and the peak
 # resident bytes of a process that runs it.
 Measurement = collections.namedtuple('Measurement', ['seconds', 'peak_bytes'])
-# A candidate backbone: its name, gin file, the bindings after it, and its
-# output stride.
+# A candidate backbone: its name, gin file, the bindings after it, its
+# output stride and its gin configurable.
 Backbone = collections.namedtuple(
-    'Backbone', ['name', 'gin_file', 'bindings', 'output_stride'])
+    'Backbone', ['name', 'gin_file', 'bindings', 'output_stride',
+                 'configurable'])
 # Cheapest first, each at output stride 16 (one crop fits them all).
 BACKBONES = (
     Backbone('mobilenet_v2_035', 'backbones/mobilenet_v2.gin',
-             ('backbones.MobileNet.filter_size_scale = 0.35',), 16),
-    Backbone('mobilenet_v2', 'backbones/mobilenet_v2.gin', (), 16),
-    Backbone('resnet50_os16', 'backbones/dilated_resnet50_os16.gin', (), 16),
+             ('backbones.MobileNet.filter_size_scale = 0.35',), 16,
+             'backbones.MobileNet'),
+    Backbone('mobilenet_v2', 'backbones/mobilenet_v2.gin', (), 16,
+             'backbones.MobileNet'),
+    Backbone('resnet50_os16', 'backbones/dilated_resnet50_os16.gin', (), 16,
+             'backbones.DilatedResNet'),
 )
+# Model Garden's batch-norm momentum, kept for runs long enough for it.
+MAX_NORM_MOMENTUM = 0.99
+# The share of a run that batch norm's moving statistics describe: what
+# came before it weighs under NORM_RESIDUE in them.
+NORM_WINDOW, NORM_RESIDUE = 0.1, 0.01
 # DeepLab's batch; a larger one does not make a CPU step cheaper per image.
 MAX_BATCH = 16
 # The weights train from scratch (no ImageNet checkpoint is fetched): the
@@ -161,6 +171,30 @@ def backbone_choice(chosen, rejected):
       (chosen.backbone.gin_file,),
       [(name, plan_file.Reference(value)) for name, value in bindings],
       reason + ' (from scratch).')
+
+
+def norm_momentum(steps):
+  """The batch-norm momentum m whose m ** (NORM_WINDOW * steps) is at most
+  NORM_RESIDUE, to 3 decimals, and at most MAX_NORM_MOMENTUM."""
+  momentum = NORM_RESIDUE ** (1 / max(1.0, NORM_WINDOW * steps))
+  return min(MAX_NORM_MOMENTUM, math.floor(momentum * 1000) / 1000)
+
+
+def batch_norm_choice(candidate):
+  """`plan_file.Choice` of the norm momentum of backbone, ASPP and head.
+
+  A short run from scratch moves its weights faster than statistics of a
+  slow momentum follow, and evaluates on statistics of weights it has left.
+  """
+  momentum = norm_momentum(candidate.steps)
+  names = (candidate.backbone.configurable, 'decoders.ASPP',
+           'heads.SegmentationHead')
+  return plan_file.Choice(
+      (), [(f'{name}.norm_momentum', momentum) for name in names],
+      f'batch norm\'s moving statistics describe about the last '
+      f'{NORM_WINDOW:.0%} of the {candidate.steps} steps (older ones weigh '
+      f'under {NORM_RESIDUE:.0%}), at most {MAX_NORM_MOMENTUM}, Model '
+      'Garden\'s default: slower statistics lag the weights of a short run.')
 
 
 def batch_choice(candidate, memory_budget):

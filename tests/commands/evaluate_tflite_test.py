@@ -4,10 +4,13 @@ import json
 import os
 
 from absl.testing import parameterized
+import gin
 import numpy as np
 import tensorflow as tf
 
 from official_seg.commands import evaluate_tflite
+from official_seg.datasets import convert
+from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests.commands import command_testing
 
@@ -43,6 +46,24 @@ class EvaluateTfliteToolTest(testing_utils.TinyDataTestCase,
     self.assertRegex(printed, rf'mean IoU\s+{mean_iou:.4f}')
     self.assertIn(f'model size: {os.path.getsize(model)} bytes', printed)
     self.assertRegex(printed, r'latency: \d+\.\d\d ms per image')
+
+  def test_the_converters_dataset_file_alone_is_enough(self):
+    root = self.create_tempdir().full_path
+    model = os.path.join(root, 'model_int8.tflite')
+    testing_utils.write_stand_in_tflite(model, (41, 41))
+    info = gin_config.read_dataset(['experiments/quickstart.gin'],
+                                   [f"DATA_DIR = '{self.data_dir}'"])
+    dataset_gin = convert.write_dataset_gin(
+        convert.classes_of(info, 'the tiny shards'), self.data_dir)
+    gin.clear_config()
+    result = command_testing.run(evaluate_tflite, tflite=model,
+                                 gin_file=[dataset_gin], num_threads=1)
+    self.assertEqual(result.status, 0, result.stderr)
+    expected = testing_utils.stand_in_confusion(self.data_dir, 'val')
+    union = expected.sum(0) + expected.sum(1) - np.diag(expected)
+    present = union > 0
+    mean_iou = (np.diag(expected)[present] / union[present]).mean()
+    self.assertRegex(result.stdout, rf'mean IoU\s+{mean_iou:.4f}')
 
   @parameterized.named_parameters(
       ('model_missing', dict(tflite='{root}/nope.tflite'),

@@ -20,8 +20,8 @@ from tests.commands import command_testing
 
 _DATASET_GIN = 'gin/datasets/synthetic.gin'
 _NO_REWRITES = 'build_run_config.graph_rewrites = False'
-_TITLES = ('backbone', 'crop', 'evaluation', 'batch', 'steps', 'schedule',
-           'scale', 'normalisation', 'loss', 'sampling')
+_TITLES = ('backbone', 'crop', 'evaluation', 'batch', 'steps', 'batch norm',
+           'schedule', 'scale', 'normalisation', 'loss', 'sampling')
 
 
 def _plan(data_dir, output, **flags):
@@ -231,6 +231,20 @@ class PlanFolderTest(tf.test.TestCase):
                          **_folder_flags(root, gin_file=[_DATASET_GIN])),
              r'Give folders .* or --gin_file .*, not both')
 
+
+  def test_folders_without_their_classes_stop(self):
+    root = self._folders('classless', ['a'])
+    _stopped(self, _plan(None, os.path.join(root, 'plan.gin'),
+                         **_folder_flags(root, num_classes=None)),
+             r'Folders need their classes: --num_classes .*--palette .*'
+             r'--class_masks')
+
+  def test_records_converted_before_are_not_converted_over(self):
+    records = os.path.join(self.root, 'run', 'records')
+    _stopped(self, _plan(None, self.output, **_folder_flags(
+        self.root, split_list_dir=os.path.join(self.root, 'lists'))),
+             rf'{records} already holds records: pass --overwrite .*'
+             rf'--gin_file={records}/dataset.gin')
 
 if __name__ == '__main__':
   tf.test.main()

@@ -6,6 +6,7 @@ import tensorflow as tf
 from official_seg import validation
 from official_seg.datasets import plan_search
 from official_seg.datasets import planner
+from official_seg.runtime import gin_config
 
 _MIB = 2**20
 
@@ -127,6 +128,33 @@ class ChooseTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual([f'{n} = {v!r}' for n, v in choice.bindings],
                      list(plan_search.BACKBONES[0].bindings))
 
+
+
+class BatchNormTest(tf.test.TestCase, parameterized.TestCase):
+
+  @parameterized.parameters(20, 410, 2000, 4600)
+  def test_statistics_forget_all_but_the_last_tenth(self, steps):
+    momentum = plan_search.norm_momentum(steps)
+    window = steps / 10
+    self.assertLessEqual(momentum**window, 0.01 * (1 + 1e-12))
+    # The largest such momentum to 3 decimals.
+    self.assertGreater((momentum + 0.001)**window, 0.01)
+
+  @parameterized.parameters(4700, 100000)
+  def test_long_runs_keep_model_gardens_default(self, steps):
+    self.assertEqual(plan_search.norm_momentum(steps), 0.99)
+
+  @parameterized.parameters(*[(b,) for b in plan_search.BACKBONES])
+  def test_every_layer_with_batch_norm_is_bound(self, backbone):
+    plan, _ = _planned({b.name: 100 for b in plan_search.BACKBONES})
+    choice = plan_search.batch_norm_choice(plan(backbone))
+    with open(gin_config.resolve_gin_file(backbone.gin_file)) as f:
+      self.assertIn(f'@{backbone.configurable}\n', f.read())
+    momentum = plan_search.norm_momentum(plan(backbone).steps)
+    self.assertEqual(dict(choice.bindings), {
+        f'{backbone.configurable}.norm_momentum': momentum,
+        'decoders.ASPP.norm_momentum': momentum,
+        'heads.SegmentationHead.norm_momentum': momentum})
 
 if __name__ == '__main__':
   tf.test.main()

@@ -89,6 +89,8 @@ def worktree(repo, sha, scratch_dir):
                            'or give another --scratch_dir.')
     return path
   os.makedirs(scratch_dir, exist_ok=True)
+  # Forgets worktrees whose folders were deleted, this one's among them.
+  subprocess.run(['git', '-C', repo, 'worktree', 'prune'], check=True)
   subprocess.run(['git', '-C', repo, 'worktree', 'add', '--detach', '--quiet',
                   path, sha], check=True)
   return path

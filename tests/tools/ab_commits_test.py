@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 
@@ -69,6 +70,13 @@ class WorktreeTest(tf.test.TestCase):
     self.assertEqual(
         ab_commits.worktree(self.clone, self.commits[0], self.scratch), path)
     self.assertTrue(os.path.exists(marker))
+
+  def test_made_again_after_its_folder_was_deleted(self):
+    path = ab_commits.worktree(self.clone, self.commits[0], self.scratch)
+    shutil.rmtree(path)
+    self.assertEqual(
+        ab_commits.worktree(self.clone, self.commits[0], self.scratch), path)
+    self.assertEqual(_git(path, 'rev-parse', 'HEAD'), self.commits[0])
 
   def test_a_folder_of_another_commit_is_refused(self):
     os.makedirs(os.path.join(self.scratch, self.commits[1]))

@@ -5,12 +5,14 @@ import tensorflow as tf
 from official.vision.losses import segmentation_losses
 
 from official_seg import validation
+from official_seg.modeling import outputs
 
 # The least 1 - p_y the focal loss's modulating factor sees.
 _MIN_MISS = 1e-12
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 def segmentation_loss(logits,
                       labels,
                       ignore_label,
@@ -65,6 +67,7 @@ def cross_entropy(logits,
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 @validation.checked(gamma=validation.NUMBER_AT_LEAST_0)
 def focal_loss(logits, labels, ignore_label, gamma=2.0, class_weights=None):
   """Softmax focal loss (Lin et al. 2017) averaged over the valid pixels.

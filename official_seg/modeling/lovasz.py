@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.modeling import losses
+from official_seg.modeling import outputs
 
 CLASSES = ('present', 'all')
 
@@ -113,6 +114,7 @@ def _safe_mean(values, weights, axis):
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 @validation.checked(classes=validation.one_of(CLASSES))
 def lovasz_softmax_loss(logits, labels, ignore_label, classes='present',
                         per_image=False):

@@ -1,6 +1,7 @@
 """The output kind: a softmax over classes, or independent sigmoids with per-class thresholds."""
 
 import dataclasses
+import inspect
 from typing import Sequence
 
 import gin
@@ -17,6 +18,36 @@ _THRESHOLDS = validation.Expect(
     lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(
         validation.POSITIVE_NUMBER.test(t) and t < 1 for t in v),
     'a list of numbers in (0, 1), one for every class or one for all')
+
+
+def loss_of_kind(kind):
+  """Declares the output kind a loss is made for, as `output_kind`.
+
+  A decorator beneath `@gin.configurable` (which copies the attribute onto
+  its wrapper); a loss class sets `output_kind = ...` itself. The runtime
+  reads it (`declared_kind`) to refuse a loss of the other kind.
+
+  Args:
+    kind: one of `KINDS`.
+  """
+  if kind not in KINDS:
+    raise ValueError(f'output_kind {kind!r}: one of {KINDS}.')
+
+  def declare(loss):
+    loss.output_kind = kind
+    return loss
+
+  return declare
+
+
+def declared_kind(loss):
+  """The `output_kind` a loss declares (its own, or its wrapped function's,
+  or a `functools.partial`'s function's), or None."""
+  for each in (loss, inspect.unwrap(loss), getattr(loss, 'func', None)):
+    kind = getattr(each, 'output_kind', None)
+    if kind is not None:
+      return kind
+  return None
 
 
 @gin.configurable

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from official_seg import validation
 from official_seg.modeling import losses
+from official_seg.modeling import outputs
 
 # nnU-Net's floor of the Dice denominator, for smooth = 0 and an empty class.
 _MIN_DENOMINATOR = 1e-8
@@ -69,6 +70,7 @@ def soft_dice(logits, labels, valid, batch_dice, smooth, include_background):
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 @validation.checked(smooth=validation.NUMBER_AT_LEAST_0)
 def dice_loss(logits, labels, ignore_label, batch_dice=True, smooth=1e-5,
               include_background=True):
@@ -91,6 +93,7 @@ def dice_loss(logits, labels, ignore_label, batch_dice=True, smooth=1e-5,
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 @validation.checked(ce_weight=validation.NUMBER_AT_LEAST_0,
                     dice_weight=validation.NUMBER_AT_LEAST_0,
                     smooth=validation.NUMBER_AT_LEAST_0)
@@ -124,6 +127,7 @@ def ce_dice_loss(logits, labels, ignore_label, ce_weight=1.0, dice_weight=1.0,
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('softmax')
 @validation.checked(alpha=validation.NUMBER_AT_LEAST_0,
                     beta=validation.NUMBER_AT_LEAST_0,
                     smooth=validation.NUMBER_AT_LEAST_0)

@@ -56,6 +56,7 @@ def _soft_dice(logits, targets, valid, batch_dice, smooth):
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('sigmoid')
 def binary_cross_entropy_loss(logits, labels, ignore_label, pos_weight=None):
   """Binary cross-entropy of each class's sigmoid, over the valid pixels.
 
@@ -80,6 +81,7 @@ def binary_cross_entropy_loss(logits, labels, ignore_label, pos_weight=None):
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('sigmoid')
 @validation.checked(smooth=validation.NUMBER_AT_LEAST_0)
 def sigmoid_dice_loss(logits, labels, ignore_label, batch_dice=True,
                       smooth=1e-5):
@@ -107,6 +109,7 @@ def sigmoid_dice_loss(logits, labels, ignore_label, batch_dice=True,
 
 
 @gin.configurable(denylist=['logits', 'labels', 'ignore_label'])
+@outputs.loss_of_kind('sigmoid')
 @validation.checked(smooth=validation.NUMBER_AT_LEAST_0)
 def bce_dice_loss(logits, labels, ignore_label, bce_weight=1.0,
                   dice_weight=1.0, batch_dice=True, smooth=1e-5,
@@ -132,6 +135,7 @@ def bce_dice_loss(logits, labels, ignore_label, bce_weight=1.0,
           dice_weight * _soft_dice(*inputs, batch_dice, smooth))
 
 
-# The losses that read bit-mask labels; any other assumes class ids.
+# The losses of gin/losses/sigmoid_*.gin, named when a softmax loss is bound
+# to the sigmoid kind; each declares output_kind 'sigmoid'.
 SIGMOID_LOSSES = ('binary_cross_entropy_loss', 'sigmoid_dice_loss',
                   'bce_dice_loss')

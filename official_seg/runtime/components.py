@@ -11,6 +11,7 @@ from official_seg import validation
 from official_seg.modeling import inference as inference_lib
 from official_seg.modeling import losses
 from official_seg.modeling import model as model_lib
+from official_seg.modeling import outputs
 from official_seg.modeling import sigmoid_losses
 from official_seg.training import optimizers
 from official_seg.training import schedules
@@ -80,22 +81,30 @@ class Components:
     return aligned
 
 
-# The modules of our losses that read class ids, a softmax's labels.
-_SOFTMAX_LOSS_MODULES = ('official_seg.modeling.losses',
-                         'official_seg.modeling.region_losses',
-                         'official_seg.modeling.lovasz')
-
-
 def _check_loss_kind(loss, output):
-  """A loss of ours made for the other output kind is a configuration error."""
-  function = inspect.unwrap(loss)
-  name = getattr(function, '__name__', '')
-  if output.sigmoid and function.__module__ in _SOFTMAX_LOSS_MODULES:
+  """A loss made for the other output kind is a configuration error.
+
+  A loss declares its kind as `output_kind` (`outputs.loss_of_kind`); one
+  that declares none is taken for a softmax loss, as the losses written
+  before the sigmoid kind are, so it trains the softmax kind and is refused
+  by the sigmoid one.
+  """
+  name = getattr(inspect.unwrap(loss), '__name__', type(loss).__name__)
+  declared = outputs.declared_kind(loss)
+  kind = declared or 'softmax'
+  if kind not in outputs.KINDS:
     raise validation.ConfigurationError(
-        f"Components.loss = @{name} is a softmax loss, but OutputKind.kind = "
-        "'sigmoid': bind one of gin/losses/sigmoid_*.gin "
-        f'({", ".join(sigmoid_losses.SIGMOID_LOSSES)}).')
-  if not output.sigmoid and name in sigmoid_losses.SIGMOID_LOSSES:
+        f'Components.loss = @{name} declares output_kind = {kind!r}; '
+        f'declare one of {", ".join(map(repr, outputs.KINDS))}.')
+  if output.sigmoid and kind == 'softmax':
+    made = 'is a softmax loss' if declared else (
+        'declares no output_kind, so is taken for a softmax loss')
+    raise validation.ConfigurationError(
+        f"Components.loss = @{name} {made}, but OutputKind.kind = 'sigmoid': "
+        'bind one of gin/losses/sigmoid_*.gin '
+        f'({", ".join(sigmoid_losses.SIGMOID_LOSSES)}), or set '
+        "output_kind = 'sigmoid' on a sigmoid loss of your own.")
+  if not output.sigmoid and kind == 'sigmoid':
     raise validation.ConfigurationError(
         f'Components.loss = @{name} needs the sigmoid output kind: include '
         'gin/heads/sigmoid.gin before the loss file.')

@@ -71,6 +71,10 @@ class LossContract:
   reference = None
   settings = ()
 
+  def test_declares_the_softmax_output_kind(self):
+    # Read by the runtime, which refuses it with the sigmoid kind.
+    self.assertEqual(type(self).loss.output_kind, 'softmax')
+
   def test_value_and_gradient_match_the_numpy_reference(self):
     values = logits(seed=1)
     value, grad = gradient(type(self).loss, values)

@@ -42,6 +42,9 @@ class LossesTest(tf.test.TestCase, parameterized.TestCase):
     return float(losses.segmentation_loss(
         tf.constant(LOGITS), tf.constant(LABELS), ignore_label=IGNORE, **kwargs))
 
+  def test_the_default_loss_declares_the_softmax_output_kind(self):
+    self.assertEqual(losses.segmentation_loss.output_kind, 'softmax')
+
   def test_mean_over_valid_pixels(self):
     per_pixel, _ = _pixel_losses()
     # The Model Garden loss divides by (valid pixels + 1e-5).

@@ -1,5 +1,7 @@
 """Tests for the output kind: bit-mask labels, thresholds, masks and checks."""
 
+import functools
+
 from absl.testing import parameterized
 import gin
 import numpy as np
@@ -96,6 +98,29 @@ class OutputKindTest(tf.test.TestCase, parameterized.TestCase):
     kind = outputs.OutputKind('sigmoid', [0.5] * count)
     with self.assertRaisesRegex(validation.ConfigurationError, message):
       kind.class_thresholds(num_classes)
+
+
+class LossKindTest(tf.test.TestCase):
+  """A loss declares its output kind; what `declared_kind` reads."""
+
+  def test_the_declaration_survives_the_configurable(self):
+
+    @gin.configurable('declared_sigmoid_loss_of_a_test')
+    @outputs.loss_of_kind('sigmoid')
+    def loss(logits, labels, ignore_label):
+      del labels, ignore_label  # Unused.
+      return logits
+
+    self.assertEqual(loss.output_kind, 'sigmoid')
+    self.assertEqual(outputs.declared_kind(loss), 'sigmoid')
+    self.assertEqual(outputs.declared_kind(functools.partial(loss)), 'sigmoid')
+
+  def test_an_undeclared_loss_declares_nothing(self):
+    self.assertIsNone(outputs.declared_kind(lambda *args: 0.0))
+
+  def test_an_unknown_kind_fails_where_it_is_declared(self):
+    with self.assertRaisesRegex(ValueError, "'softmaxx'"):
+      outputs.loss_of_kind('softmaxx')
 
 
 if __name__ == '__main__':

@@ -107,6 +107,11 @@ class SigmoidLossesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllEqual(gradient.numpy()[ignored], np.zeros((2, 3)))
     self.assertGreater(np.abs(gradient.numpy()[~ignored]).sum(), 0)
 
+  @parameterized.parameters(*sigmoid_losses.SIGMOID_LOSSES)
+  def test_each_declares_the_sigmoid_output_kind(self, name):
+    # The runtime refuses it with the softmax kind by this attribute.
+    self.assertEqual(getattr(sigmoid_losses, name).output_kind, 'sigmoid')
+
   def test_float16_logits_give_the_float32_value(self):
     logits = _logits(LABELS, 3, seed=4).astype(np.float16)
     value = sigmoid_losses.bce_dice_loss(tf.constant(logits),

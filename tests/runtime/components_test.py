@@ -1,5 +1,7 @@
 """Tests for the builders the runtime hands down, and the loss they choose."""
 
+import contextlib
+import io
 import os
 
 from absl.testing import parameterized
@@ -7,11 +9,13 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_seg import command_line
 from official_seg import validation
 from official_seg.data import dataset_info
 from official_seg.modeling import inference
 from official_seg.modeling import losses
 from official_seg.modeling import lovasz
+from official_seg.modeling import outputs
 from official_seg.modeling import region_losses
 from official_seg.modeling import sigmoid_losses
 from official_seg.runtime import components as components_lib
@@ -154,17 +158,67 @@ class LossGinFilesTest(tf.test.TestCase, parameterized.TestCase):
     self.assertTrue(np.isfinite(value.numpy()))
 
 
+# A user's own losses, outside official_seg/modeling/: each declares its
+# kind, or none, where it is defined.
+@gin.configurable
+def own_undeclared_loss(logits, labels, ignore_label):
+  return losses.cross_entropy(logits, labels, ignore_label)
+
+
+@gin.configurable
+@outputs.loss_of_kind('softmax')
+def own_softmax_loss(logits, labels, ignore_label):
+  return losses.cross_entropy(logits, labels, ignore_label)
+
+
+@gin.configurable
+@outputs.loss_of_kind('sigmoid')
+def own_sigmoid_loss(logits, labels, ignore_label):
+  return sigmoid_losses.binary_cross_entropy_loss(logits, labels,
+                                                  ignore_label)
+
+
+class OwnClassLoss:
+  """A loss object; its class declares the kind."""
+
+  output_kind = 'sigmoid'
+
+  def __call__(self, logits, labels, ignore_label):
+    return sigmoid_losses.binary_cross_entropy_loss(logits, labels,
+                                                    ignore_label)
+
+
+def own_misdeclared_loss(logits, labels, ignore_label):
+  return losses.cross_entropy(logits, labels, ignore_label)
+
+
+own_misdeclared_loss.output_kind = 'sigmoids'
+
+_SIGMOID = inference.InferenceOptions(output=outputs.OutputKind('sigmoid'))
+
+
 class OutputKindLossTest(tf.test.TestCase, parameterized.TestCase):
-  """A loss of ours for the other output kind stops the run, naming both."""
+  """A loss made for the other output kind stops the run, naming both."""
 
   def setUp(self):
     super().setUp()
     gin.clear_config()
 
-  def _components(self, *files):
+  def _components(self, *files, bindings=()):
+    gin.clear_config()
     gin.parse_config_files_and_bindings(
-        [os.path.join(gin_config.gin_dir(), name) for name in files], [])
+        [os.path.join(gin_config.gin_dir(), name) for name in files],
+        list(bindings))
     return components_lib.Components()
+
+  @parameterized.parameters(*sorted(_LOSS_FILES))
+  def test_each_loss_of_ours_declares_its_kind(self, name):
+    expected = 'sigmoid' if name.startswith('sigmoid_') else 'softmax'
+    self.assertEqual(outputs.declared_kind(_LOSS_FILES[name]), expected)
+    self.assertEqual(_LOSS_FILES[name].output_kind, expected)
+
+  def test_the_default_loss_declares_softmax(self):
+    self.assertEqual(components_lib.Components().loss.output_kind, 'softmax')
 
   @parameterized.parameters('losses/dice.gin', 'losses/focal.gin')
   def test_softmax_loss_after_the_sigmoid_head(self, loss_file):
@@ -185,6 +239,65 @@ class OutputKindLossTest(tf.test.TestCase, parameterized.TestCase):
     components = self._components('heads/sigmoid.gin')
     self.assertIs(components.loss, sigmoid_losses.binary_cross_entropy_loss)
     self.assertTrue(components.inference.output.sigmoid)
+
+  def test_own_softmax_loss_after_the_sigmoid_head(self):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        "^Components.loss = @own_softmax_loss is a softmax loss, but "
+        "OutputKind.kind = 'sigmoid'"):
+      self._components('heads/sigmoid.gin',
+                       bindings=['Components.loss = @own_softmax_loss'])
+
+  def test_own_undeclared_loss_is_taken_for_softmax(self):
+    components = self._components(
+        bindings=['Components.loss = @own_undeclared_loss'])
+    self.assertIs(components.loss, own_undeclared_loss)
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        '@own_undeclared_loss declares no output_kind, so is taken for a '
+        "softmax loss, but OutputKind.kind = 'sigmoid'.*output_kind = "
+        "'sigmoid'"):
+      self._components('heads/sigmoid.gin',
+                       bindings=['Components.loss = @own_undeclared_loss'])
+
+  def test_own_sigmoid_loss_trains_the_sigmoid_kind_only(self):
+    components = self._components(
+        'heads/sigmoid.gin', bindings=['Components.loss = @own_sigmoid_loss'])
+    self.assertIs(components.loss, own_sigmoid_loss)
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                '@own_sigmoid_loss needs the sigmoid'):
+      self._components(bindings=['Components.loss = @own_sigmoid_loss'])
+
+  def test_a_loss_object_declares_by_its_class(self):
+    loss = OwnClassLoss()
+    self.assertIs(components_lib.Components(loss=loss, inference=_SIGMOID).loss,
+                  loss)
+    with self.assertRaisesRegex(validation.ConfigurationError,
+                                '@OwnClassLoss needs the sigmoid'):
+      components_lib.Components(loss=loss)
+
+  def test_an_unknown_declared_kind_is_refused(self):
+    with self.assertRaisesRegex(
+        validation.ConfigurationError,
+        "@own_misdeclared_loss declares output_kind = 'sigmoids'; declare "
+        "one of 'softmax', 'sigmoid'"):
+      components_lib.Components(loss=own_misdeclared_loss)
+
+  def test_the_refusal_is_one_line_and_exit_status_2(self):
+
+    def main(argv):
+      del argv  # Unused.
+      self._components('heads/sigmoid.gin',
+                       bindings=['Components.loss = @own_softmax_loss'])
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+      status = command_line.call(main, ['train_and_eval'])
+    self.assertEqual(status, 2)
+    lines = stderr.getvalue().splitlines()
+    self.assertEqual(lines[0], 'Invalid configuration:')
+    self.assertLen(lines, 2)
+    self.assertStartsWith(lines[1], 'Components.loss = @own_softmax_loss ')
 
 
 if __name__ == '__main__':

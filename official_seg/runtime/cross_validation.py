@@ -187,6 +187,14 @@ def _fold_export(configuration, splits, model_dir):
   return predictor.find_saved_model(model_dir)
 
 
+def _emptied(work_dir, name, folder):
+  """<work_dir>/<name>/<folder>, an export from an earlier run removed."""
+  output = os.path.join(work_dir, name, folder)
+  if tf.io.gfile.exists(output):
+    tf.io.gfile.rmtree(output)
+  return output
+
+
 def export_ensemble(configuration, fold_splits, work_dir, log=print):
   """One SavedModel averaging the probabilities of a configuration's folds.
 
@@ -201,9 +209,7 @@ def export_ensemble(configuration, fold_splits, work_dir, log=print):
                           os.path.join(work_dir, configuration.name,
                                        f'fold{index}'))
              for index, splits in enumerate(fold_splits)]
-  output = os.path.join(work_dir, configuration.name, ENSEMBLE_DIR)
-  if tf.io.gfile.exists(output):
-    tf.io.gfile.rmtree(output)
+  output = _emptied(work_dir, configuration.name, ENSEMBLE_DIR)
   ensemble_lib.export_ensemble(members, output)
   log(f'{configuration.name}: the mean of {len(members)} folds\' '
       f'probabilities exported to {output}')
@@ -261,9 +267,7 @@ def export_tflite_ensemble(configuration, fold_splits, work_dir, kinds,
                        os.path.join(work_dir, configuration.name,
                                     f'fold{index}'))
            for index, splits in enumerate(fold_splits)]
-  output = os.path.join(work_dir, configuration.name, TFLITE_ENSEMBLE_DIR)
-  if tf.io.gfile.exists(output):
-    tf.io.gfile.rmtree(output)
+  output = _emptied(work_dir, configuration.name, TFLITE_ENSEMBLE_DIR)
   metadata = {key: value for key, value in folds[0][2].items()
               if key != 'checkpoint'}
   written = tflite_ensemble.export_ensemble(

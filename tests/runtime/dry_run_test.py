@@ -16,8 +16,10 @@ from official_seg.data import split_metadata
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import config_checks
 from official_seg.runtime import dry_run
+from official_seg.runtime import estimator as estimator_lib
 from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.runtime import run_config as run_config_lib
 from official_seg.semi_supervised import views
 from tests import testing_utils
 
@@ -99,6 +101,34 @@ class DryRunTest(testing_utils.TinyDataTestCase):
                      r'from \d+ MiB to a peak of \d+ MiB')
     # The writer left metadata beside the shards: nothing to compute.
     self.assertNotIn('save this line', report)
+
+  def test_every_timed_fetch_ran_before_the_clock_started(self):
+    # A session's first run of a fetch prunes and rewrites the graph for it
+    # and takes many steps' time: a timed fetch must have run before.
+    testing_utils.parse_tiny_quickstart(self.data_dir)
+    events = []
+    run = tf.compat.v1.Session.run
+
+    def recorded_run(session, fetches, *args, **kwargs):
+      events.append(('run', repr(fetches)))
+      return run(session, fetches, *args, **kwargs)
+
+    def clock():
+      events.append(('clock', None))
+      return len(events)
+
+    config = run_config_lib.build_run_config(self.model_dir)
+    built = estimator_lib.build_estimator(config)
+    with mock.patch.object(tf.compat.v1.Session, 'run', recorded_run), \
+        mock.patch.object(dry_run.time, 'perf_counter', clock):
+      dry_run.count_and_time(built, config, built.train_batch_size,
+                             timed_steps=3)
+    start = events.index(('clock', None))
+    timed = events[start + 1:-1]
+    self.assertLen(timed, 3)
+    self.assertEqual(events[-1], ('clock', None))
+    for event in timed:
+      self.assertIn(event, events[:start])
 
   def test_semi_supervised_step_is_built_on_its_own_input(self):
     # The step reads the unlabeled stream's views: a labeled-only input would

@@ -202,7 +202,8 @@ def _measure(layers, params):
     print(f'Measuring {backbone.name} at batch {batch}, crops {crop} ...',
           flush=True)
     files = [_BASE, backbone.gin_file] + layers
-    bindings = list(params) + list(backbone.bindings) + [
+    bindings = list(params) + plan_search.decoder_bindings() + list(
+        backbone.bindings) + [
         f'CROP_SIZE = {crop}', f'TRAIN_BATCH_SIZE = {batch}',
         'TRAIN_STEPS = 1000']
     return plan_search.Measurement(*step_cost.measure(files, bindings))
@@ -230,6 +231,7 @@ def _choices(info, train, facts, dataset_gin, budgets, backbones):
                                        info.image_bit_depth)
   return [
       ('backbone', plan_search.backbone_choice(chosen, rejected)),
+      ('decoder', plan_search.decoder_choice()),
       ('crop', crop_choice),
       ('evaluation', chosen.evaluation),
       ('batch', plan_search.batch_choice(chosen, budgets[1])),

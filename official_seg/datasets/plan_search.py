@@ -25,6 +25,12 @@ BACKBONES = (
     Backbone('resnet50_os16', 'backbones/dilated_resnet50_os16.gin', (), 16,
              'backbones.DilatedResNet'),
 )
+# DeepLabV3+'s decoder, for every backbone: the backbone's stride-4 features
+# (level 2), projected to DeepLab's 48 channels, joined to ASPP's output
+# before the classifier.
+DECODER = (('heads.SegmentationHead.feature_fusion', 'deeplabv3plus'),
+           ('heads.SegmentationHead.low_level', 2),
+           ('heads.SegmentationHead.low_level_num_filters', 48))
 # Model Garden's batch-norm momentum, kept for runs long enough for it.
 MAX_NORM_MOMENTUM = 0.99
 # The share of a run that batch norm's moving statistics describe: what
@@ -171,6 +177,24 @@ def backbone_choice(chosen, rejected):
       (chosen.backbone.gin_file,),
       [(name, plan_file.Reference(value)) for name, value in bindings],
       reason + ' (from scratch).')
+
+
+def decoder_choice():
+  """`plan_file.Choice` of DeepLabV3+'s decoder (`DECODER`).
+
+  Without it the logits are upsampled from the output stride, so every
+  border is drawn at a sixteenth of the image's resolution; on small images
+  the pixels near borders are a large share of all.
+  """
+  return plan_file.Choice(
+      (), list(DECODER),
+      'DeepLabV3+\'s decoder joins the backbone\'s stride-4 features to '
+      'ASPP\'s: borders at a quarter of the resolution, not a sixteenth.')
+
+
+def decoder_bindings():
+  """`DECODER` as gin binding lines, for the measured steps."""
+  return [f'{name} = {value!r}' for name, value in DECODER]
 
 
 def norm_momentum(steps):

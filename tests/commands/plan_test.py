@@ -20,7 +20,7 @@ from tests.commands import command_testing
 
 _DATASET_GIN = 'gin/datasets/synthetic.gin'
 _NO_REWRITES = 'build_run_config.graph_rewrites = False'
-_TITLES = ('backbone', 'crop', 'evaluation', 'batch', 'steps', 'batch norm',
+_TITLES = ('backbone', 'decoder', 'crop', 'evaluation', 'batch', 'steps', 'batch norm',
            'schedule', 'scale', 'normalisation', 'loss', 'sampling')
 
 

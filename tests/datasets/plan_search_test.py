@@ -1,11 +1,13 @@
 """Tests for the measured part of a plan, on tables of measurements."""
 
 from absl.testing import parameterized
+import gin
 import tensorflow as tf
 
 from official_seg import validation
 from official_seg.datasets import plan_search
 from official_seg.datasets import planner
+from official_seg.modeling import model as model_lib
 from official_seg.runtime import gin_config
 
 _MIB = 2**20
@@ -155,6 +157,34 @@ class BatchNormTest(tf.test.TestCase, parameterized.TestCase):
         f'{backbone.configurable}.norm_momentum': momentum,
         'decoders.ASPP.norm_momentum': momentum,
         'heads.SegmentationHead.norm_momentum': momentum})
+
+
+class DecoderTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+
+  def _logits_side(self, backbone, bindings):
+    gin_config.parse(['base.gin', backbone.gin_file],
+                     list(backbone.bindings) + bindings, finalize=False)
+    model = model_lib.build_model(num_classes=3)
+    return model(tf.zeros([1, 65, 65, 3]), training=False)['logits'].shape[1]
+
+  @parameterized.parameters(*[(b,) for b in plan_search.BACKBONES])
+  def test_every_backbone_draws_logits_at_stride_four(self, backbone):
+    # 65 pixels: 17 cells at stride 4, 5 at the output stride of 16.
+    self.assertEqual(self._logits_side(backbone, []),
+                     64 // backbone.output_stride + 1)
+    gin.clear_config()
+    self.assertEqual(
+        self._logits_side(backbone, plan_search.decoder_bindings()), 17)
+
+  def test_the_choice_binds_what_is_measured(self):
+    choice = plan_search.decoder_choice()
+    self.assertEqual(
+        [f'{name} = {value!r}' for name, value in choice.bindings],
+        plan_search.decoder_bindings())
 
 if __name__ == '__main__':
   tf.test.main()

@@ -19,7 +19,7 @@ SCALE_RANGE = (0.5, 2.0)
 SCALE_STEP = 0.25
 # Seconds of a run that are not training steps: start-up, graph builds,
 # checkpoints and the exports after the evaluation.
-OVERHEAD_SECONDS = 90.0
+OVERHEAD_SECONDS = 60.0
 # A forward pass costs about a third of a training step (forward and
 # backward) per pixel.
 FORWARD_SHARE = 1 / 3

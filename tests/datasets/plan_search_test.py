@@ -101,12 +101,13 @@ class ChooseTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(
       # The costliest over MIN_EPOCHS; the next named as rejected.
-      ((200, 80, 30), 'mobilenet_v2', 'resnet50_os16', 3),
-      ((200, 80, 60), 'resnet50_os16', None, 3),
+      ((200, 150, 80, 30), 'mobilenet_v2', 'resnet50_os16', 4),
+      ((200, 150, 80, 60), 'resnet50_os16', None, 4),
+      ((200, 60, 40, 30), 'mobilenet_v2_035_os8', 'mobilenet_v2', 3),
       # The cheapest under it: no costlier one is measured.
-      ((40, 80, 60), 'mobilenet_v2_035', None, 1),
+      ((40, 80, 80, 60), 'mobilenet_v2_035', None, 1),
       # A costlier one over a budget stops the search.
-      ((200, None, 60), 'mobilenet_v2_035', None, 2))
+      ((200, None, 80, 60), 'mobilenet_v2_035', None, 2))
   def test_choice(self, epochs, chosen, rejected, planned):
     names = [b.name for b in plan_search.BACKBONES]
     plan, asked = _planned(dict(zip(names, epochs)))

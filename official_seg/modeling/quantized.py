@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import functools
 import json
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -281,10 +282,13 @@ def from_template(built, input_size):
   # time and ops. That graph is never run (the model_fn and the exports
   # call the model with `training` given), so it is built in inference
   # mode; Keras keeps no learning phase it passed in the layers' nodes.
-  with tfmot.quantization.keras.quantize_scope(_SCOPE), \
-      tf.keras.backend.learning_phase_scope(0):
-    return tf.autograph.experimental.do_not_convert(
-        tf.keras.Model.from_config)(config)
+  # As model.py's `_construct_backbone` does for the float backbones.
+  with warnings.catch_warnings(), \
+      tfmot.quantization.keras.quantize_scope(_SCOPE):
+    warnings.filterwarnings('ignore', message='.*learning_phase_scope')
+    with tf.keras.backend.learning_phase_scope(0):
+      return tf.autograph.experimental.do_not_convert(
+          tf.keras.Model.from_config)(config)
 
 
 def build_quantized_model(build_model, num_classes, input_size):

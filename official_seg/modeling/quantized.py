@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import functools
 import json
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -275,9 +276,19 @@ def from_template(built, input_size):
   config = _without_build_configs(built.config)
   config['layers'][0]['config']['batch_input_shape'] = [None, *input_size, 3]
   tfmot, _, _ = _model_optimization()
-  with tfmot.quantization.keras.quantize_scope(_SCOPE):
-    return tf.autograph.experimental.do_not_convert(
-        tf.keras.Model.from_config)(config)
+  # Keras calls every layer once to rebuild the functional graph, with the
+  # learning phase as `training`: left a placeholder, each quantizer and
+  # batch norm builds both branches of a tf.cond, most of the rebuild's
+  # time and ops. That graph is never run (the model_fn and the exports
+  # call the model with `training` given), so it is built in inference
+  # mode; Keras keeps no learning phase it passed in the layers' nodes.
+  # As model.py's `_construct_backbone` does for the float backbones.
+  with warnings.catch_warnings(), \
+      tfmot.quantization.keras.quantize_scope(_SCOPE):
+    warnings.filterwarnings('ignore', message='.*learning_phase_scope')
+    with tf.keras.backend.learning_phase_scope(0):
+      return tf.autograph.experimental.do_not_convert(
+          tf.keras.Model.from_config)(config)
 
 
 def build_quantized_model(build_model, num_classes, input_size):

@@ -14,6 +14,11 @@ class Reference(str):
     return str(self)
 
 
+def binding_lines(bindings):
+  """Each (gin binding, value) as a line of gin: `name = repr(value)`."""
+  return [f'{name} = {value!r}' for name, value in bindings]
+
+
 def gin_text(header, includes, choices, extra_bindings=()):
   """The plan as a gin layer: comments, includes, then each choice.
 
@@ -33,7 +38,7 @@ def gin_text(header, includes, choices, extra_bindings=()):
   lines += [f'include {path!r}' for path in dict.fromkeys(every)]
   for title, choice in choices:
     lines += ['', f'# {title}: {choice.reason}']
-    lines += [f'{name} = {value!r}' for name, value in choice.bindings]
+    lines += binding_lines(choice.bindings)
   if extra_bindings:
     lines += ['', '# Given to the planner with --gin_param and --data_dir.']
     lines += list(extra_bindings)

@@ -200,7 +200,7 @@ def decoder_choice():
 
 def decoder_bindings():
   """`DECODER` as gin binding lines, for the measured steps."""
-  return [f'{name} = {value!r}' for name, value in DECODER]
+  return plan_file.binding_lines(DECODER)
 
 
 def norm_momentum(steps):

@@ -20,8 +20,9 @@ from tests.commands import command_testing
 
 _DATASET_GIN = 'gin/datasets/synthetic.gin'
 _NO_REWRITES = 'build_run_config.graph_rewrites = False'
-_TITLES = ('backbone', 'decoder', 'crop', 'evaluation', 'batch', 'steps', 'batch norm',
-           'schedule', 'scale', 'normalisation', 'loss', 'sampling')
+_TITLES = ('backbone', 'decoder', 'crop', 'evaluation', 'batch', 'steps',
+           'batch norm', 'schedule', 'scale', 'normalisation', 'loss',
+           'sampling')
 
 
 def _plan(data_dir, output, **flags):

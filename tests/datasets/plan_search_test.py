@@ -5,6 +5,7 @@ import gin
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.datasets import plan_file
 from official_seg.datasets import plan_search
 from official_seg.datasets import planner
 from official_seg.modeling import model as model_lib
@@ -174,7 +175,7 @@ class DecoderTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(*[(b,) for b in plan_search.BACKBONES])
   def test_every_backbone_draws_logits_at_stride_four(self, backbone):
-    # 65 pixels: 17 cells at stride 4, 5 at the output stride of 16.
+    # 65 pixels: 17 cells at stride 4, 64 / s + 1 at output stride s.
     self.assertEqual(self._logits_side(backbone, []),
                      64 // backbone.output_stride + 1)
     gin.clear_config()
@@ -182,9 +183,8 @@ class DecoderTest(tf.test.TestCase, parameterized.TestCase):
         self._logits_side(backbone, plan_search.decoder_bindings()), 17)
 
   def test_the_choice_binds_what_is_measured(self):
-    choice = plan_search.decoder_choice()
     self.assertEqual(
-        [f'{name} = {value!r}' for name, value in choice.bindings],
+        plan_file.binding_lines(plan_search.decoder_choice().bindings),
         plan_search.decoder_bindings())
 
 if __name__ == '__main__':

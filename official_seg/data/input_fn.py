@@ -329,6 +329,10 @@ def make_input_fn(dataset, is_training, parser, unlabeled=None):
   scope = 'train' if is_training else 'eval'
   split = dataset.train_split if is_training else dataset.eval_split
 
+  # AutoGraph would rewrite every parsing and augmentation function from its
+  # source at each run's start, seconds of CPU before the first step; the
+  # pipeline branches on tensors with tf.cond itself, so nothing needs it.
+  @tf.autograph.experimental.do_not_convert
   def input_fn(params, input_context=None):
     with gin.config_scope(scope):
       labeled = build_dataset(params['batch_size'], parser, dataset.data_dir,

@@ -8,6 +8,8 @@ from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
+# AutoGraph's entry point, whose calls the pipeline must not make.
+from tensorflow.python.autograph.impl import api as autograph_api
 
 from official_seg import validation
 from official_seg.data import dataset_info
@@ -211,6 +213,14 @@ class InputFnTest(testing_utils.TinyDataTestCase):
                        (unlabeled_per_call,))
       self.assertEqual(features['unlabeled/strong_image'].shape,
                        (unlabeled_per_call, 17, 17, 3))
+
+  def test_autograph_converts_nothing_of_either_stream(self):
+    # Its conversions cost seconds of CPU at every run's start.
+    with testing_utils.recorded_calls(autograph_api, 'converted_call') as calls:
+      self._two_streams(unlabeled_batch_size=2)({'batch_size': 2})
+      testing_utils.make_input_fn(False)({'batch_size': 2})
+    self.assertEmpty([getattr(args[0], '__name__', args[0])
+                      for args, _, _ in calls[:5]])
 
   def test_unlabeled_batch_the_replicas_cannot_split_says_so(self):
     with self.assertRaisesRegex(

@@ -333,18 +333,23 @@ def make_input_fn(dataset, is_training, parser, unlabeled=None):
   # source at each run's start, seconds of CPU before the first step; the
   # pipeline branches on tensors with tf.cond itself, so nothing needs it.
   @tf.autograph.experimental.do_not_convert
-  def input_fn(params, input_context=None):
+  def build(batch_size, input_context):
     with gin.config_scope(scope):
-      labeled = build_dataset(params['batch_size'], parser, dataset.data_dir,
-                              split, input_context)
+      labeled = build_dataset(batch_size, parser, dataset.data_dir, split,
+                              input_context)
     if unlabeled is None:
       return labeled
 
-    def build_unlabeled(batch_size):
+    def build_unlabeled(unlabeled_batch_size):
       with gin.config_scope('unlabeled'):
-        return build_dataset(batch_size, unlabeled.parser, dataset.data_dir,
-                             unlabeled.split, input_context)
+        return build_dataset(unlabeled_batch_size, unlabeled.parser,
+                             dataset.data_dir, unlabeled.split, input_context)
 
-    return unlabeled.zip_into(labeled, params['batch_size'], build_unlabeled)
+    return unlabeled.zip_into(labeled, batch_size, build_unlabeled)
+
+  # TPUEstimator reads this signature: it passes params to a function
+  # that names them.
+  def input_fn(params, input_context=None):
+    return build(params['batch_size'], input_context)
 
   return input_fn

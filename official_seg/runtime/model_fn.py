@@ -25,7 +25,7 @@ from official_seg.training import updates
 from official_seg.training import warm_start
 
 ModeKeys = tf.estimator.ModeKeys
-TPUEstimatorSpec = tf.compat.v1.estimator.tpu.TPUEstimatorSpec
+TPUEstimatorSpec = tpu_estimator.tpu.TPUEstimatorSpec
 PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
 
 

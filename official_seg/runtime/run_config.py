@@ -10,7 +10,7 @@ from official_seg import validation
 from official_seg.runtime import cluster
 from official_seg.runtime import tpu_estimator
 
-tpu = tf.compat.v1.estimator.tpu
+tpu = tpu_estimator.tpu
 # Named in gin platform files as @tf.distribute.<Name>. The names are given
 # explicitly: MultiWorkerMirroredStrategy's class is named
 # CollectiveAllReduceStrategy.

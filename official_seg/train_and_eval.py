@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
-from official_seg import validation
 from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
@@ -35,9 +34,10 @@ flags.DEFINE_string('tpu', None, 'TPU name or grpc:// address to run on with '
 flags.DEFINE_string('tpu_zone', None, 'GCE zone of --tpu; default: detected.')
 flags.DEFINE_string('gcp_project', None,
                     'Cloud project of --tpu; default: detected.')
-flags.DEFINE_float('storage_timeout_secs', 120, 'How long the write probe '
-                   'of --model_dir may take before the run stops: object-store '
-                   'clients retry an unreachable endpoint for minutes.')
+flags.DEFINE_float('storage_timeout_secs', storage.PROBE_TIMEOUT_SECS,
+                   'How long the write probe of --model_dir may take before '
+                   'the run stops: object-store clients retry an unreachable '
+                   'endpoint for minutes.')
 flags.mark_flag_as_required('model_dir')
 
 
@@ -55,23 +55,6 @@ def _parse_gin():
   config_checks.check_platform(FLAGS.tpu, FLAGS.tpu_zone, FLAGS.gcp_project)
   config_checks.check_checkpoint(FLAGS.checkpoint)
   gin.finalize()
-
-
-def _check_model_dir():
-  """Creates --model_dir and writes a probe file in it, before any work.
-
-  Raises:
-    validation.RunError: the model dir cannot be created or written (a
-      read-only disk, a missing bucket, no permission, an unreachable
-      store); the message names it.
-  """
-  try:
-    storage.check_writable(FLAGS.model_dir, FLAGS.storage_timeout_secs)
-  except (tf.errors.OpError, TimeoutError) as error:
-    reason = getattr(error, 'message', None) or str(error)
-    raise validation.RunError(
-        f'--model_dir={FLAGS.model_dir} cannot be created or written: '
-        f'{reason}') from error
 
 
 def _bug_report():
@@ -99,7 +82,7 @@ def main(argv):
   if FLAGS.dry_run:  # It writes nothing, the model dir included.
     print(experiment.run(FLAGS.mode, FLAGS.model_dir, check_only=True))
     return
-  _check_model_dir()
+  storage.check_model_dir(FLAGS.model_dir, FLAGS.storage_timeout_secs)
   preemption.install()
   record = experiment.run(
       FLAGS.mode, FLAGS.model_dir, checkpoint_path=FLAGS.checkpoint,

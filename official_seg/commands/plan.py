@@ -1,9 +1,12 @@
-"""Plans a training run of a dataset (converted, or folders) within a time and memory budget, as a gin file.
+"""Plans a run of a dataset (converted, or folders) in a time and memory budget as a gin file; with --model_dir, runs it.
 
+  # Folders to a trained, evaluated and exported model in one command:
+  plan --image_dir=imgs --label_dir=masks --split_list_dir=lists \
+    --num_classes=3 --time_budget=2h --output=runs/mine/plan.gin \
+    --model_dir=runs/mine/model
+  # The plan alone, to read or edit before training:
   plan --gin_file=data/mine/dataset.gin --time_budget=20m \
     --output=data/mine/plan.gin
-  plan --image_dir=imgs --label_dir=masks --split_list_dir=lists \
-    --num_classes=3 --time_budget=2h --output=runs/mine/plan.gin
   plan --data_dir=data/mine --time_budget=2h --memory_budget=8G \
     --output=data/mine/plan.gin
   train_and_eval --gin_file=data/mine/plan.gin --model_dir=runs/mine
@@ -16,7 +19,9 @@ Reads the training split (class shares, image and object sizes, pixel
 statistics) and the evaluation split's largest image, builds and times the
 training step of each candidate backbone at growing batches, and writes
 one gin layer: crop, evaluation, batch, backbone, steps, schedule, scale
-range, normalisation, loss and sampling, each with its reason.
+range, normalisation, loss and sampling, each with its reason. With
+--model_dir it then trains, evaluates and exports that plan there, as
+`train_and_eval --gin_file=<plan> --model_dir=<dir>` does.
 """
 
 import os
@@ -39,8 +44,12 @@ from official_seg.datasets import plan_search
 from official_seg.datasets import planner
 from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats
+from official_seg.evaluation import results
+from official_seg.runtime import config_checks
+from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
 from official_seg.runtime import memory
+from official_seg.runtime import preemption
 from official_seg.runtime import step_cost
 
 FLAGS = flags.FlagValues()
@@ -53,6 +62,10 @@ flags.DEFINE_string('memory_budget', None, 'The memory the run may take, '
                     'e.g. 8G or 512M; default this machine\'s available '
                     'memory (MemAvailable).', flag_values=FLAGS)
 flags.DEFINE_string('output', None, 'The gin file to write.',
+                    flag_values=FLAGS)
+flags.DEFINE_string('model_dir', None, 'Then train, evaluate and export the '
+                    'plan in this folder, as train_and_eval '
+                    '--gin_file=<--output> --model_dir=<it> does.',
                     flag_values=FLAGS)
 flags.DEFINE_integer('max_batch', plan_search.MAX_BATCH,
                      'The largest training batch to consider.',
@@ -262,10 +275,32 @@ def _absolute(path):
   return path if storage.is_absolute(path) else os.path.abspath(path)
 
 
+def _run(plan_path, model_dir):
+  """train_and_eval --gin_file=<plan_path> --model_dir=<model_dir>, here.
+
+  The plan is parsed alone (it includes everything the run reads), checked
+  as the binary checks it, then trained, its final checkpoint evaluated
+  and exported; the evaluation's table is printed.
+  """
+  print(f'Training, evaluating and exporting {plan_path} in {model_dir}; '
+        f'if stopped, it resumes with train_and_eval --gin_file={plan_path} '
+        f'--model_dir={model_dir} ...', flush=True)
+  with gin_config.parsed_alone([plan_path], []):
+    config_checks.check_configuration([plan_path], [])
+    preemption.install()
+    record = experiment.run('train_and_eval', model_dir)
+  print(results.format_table(record))
+  print(f'Model: {model_dir}; SavedModel under '
+        f'{os.path.join(model_dir, "export")}')
+
+
 def _main(argv):
-  """Reads the splits, measures the candidates, writes the plan."""
+  """Reads the splits, measures the candidates, writes the plan; trains it
+  with --model_dir."""
   del argv  # The program alone (command_line.run).
   storage.check_output('--output', FLAGS.output, folder=False)
+  if FLAGS.model_dir:  # Before any work, as the binary does.
+    storage.check_model_dir(FLAGS.model_dir)
   budgets = (planner.seconds_of(FLAGS.time_budget), _memory_budget())
   planner.check_time_budget(budgets[0])
   backbones = _backbones()
@@ -286,6 +321,8 @@ def _main(argv):
   storage.write_whole(FLAGS.output, text)
   print(text, end='')
   print(f'Plan: {FLAGS.output}')
+  if FLAGS.model_dir:
+    _run(FLAGS.output, FLAGS.model_dir)
 
 
 def main(argv=None):

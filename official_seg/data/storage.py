@@ -30,6 +30,9 @@ GCS_PLUGIN_DEFAULTS = {
     'GCS_STAT_CACHE_MAX_AGE': '0',
     'GCS_STAT_CACHE_MAX_ENTRIES': '1024',
 }
+# How long a model dir's write probe may take by default: object-store
+# clients retry an unreachable endpoint for minutes.
+PROBE_TIMEOUT_SECS = 120
 
 
 def is_object_store(path):
@@ -158,6 +161,23 @@ def check_writable(directory, timeout_secs):
                        f'{timeout_secs:g} s')
   if outcome[0] is not None:
     raise outcome[0]
+
+
+def check_model_dir(model_dir, timeout_secs=PROBE_TIMEOUT_SECS):
+  """Creates --model_dir and writes a probe file in it, before any work.
+
+  Raises:
+    validation.RunError: the model dir cannot be created or written (a
+      read-only disk, a missing bucket, no permission, an unreachable
+      store); the message names it.
+  """
+  try:
+    check_writable(model_dir, timeout_secs)
+  except (tf.errors.OpError, TimeoutError) as error:
+    reason = getattr(error, 'message', None) or str(error)
+    raise validation.RunError(
+        f'--model_dir={model_dir} cannot be created or written: '
+        f'{reason}') from error
 
 
 def _kind(folder):

@@ -1,8 +1,9 @@
-"""plan: one real measurement of records and one of folders, whose written plans pass the binary's dry run; bad input stops with one line."""
+"""plan: one real measurement of records and one of folders, whose written plans pass the binary's dry run, the folders' trained with --model_dir; bad input stops with one line."""
 
 import os
 import re
 import shutil
+import signal
 import tempfile
 
 import gin
@@ -14,6 +15,8 @@ from official_seg.commands import plan
 from official_seg.runtime import config_checks
 from official_seg.runtime import experiment as experiment_lib
 from official_seg.data import split_metadata
+from official_seg.evaluation import results
+from official_seg.export import predictor
 from official_seg.runtime import gin_config
 from tests import testing_utils
 from tests.commands import command_testing
@@ -145,13 +148,27 @@ class PlanTest(tf.test.TestCase):
     self._stopped(_plan(self.data_dir, os.path.join(self.root, 'x.gin'),
                         time_budget='60s'), r'raise --time_budget')
 
+  def test_a_model_dir_it_cannot_write_stops_before_planning(self):
+    blocker = os.path.join(self.root, 'a_file')
+    open(blocker, 'w').close()
+    output = os.path.join(self.root, 'unwritten.gin')
+    result = _plan(self.data_dir, output,
+                   model_dir=os.path.join(blocker, 'model'))
+    self.assertEqual(result.status, 1, result.stderr)
+    self.assertRegex(result.stderr.strip().splitlines()[-1],
+                     rf'^Error: --model_dir={blocker}/model cannot be '
+                     'created or written: ')
+    self.assertNotIn('Measuring', result.stdout)
+    self.assertFalse(os.path.exists(output))
+
   def test_an_unknown_backbone_stops(self):
     self._stopped(_plan(self.data_dir, os.path.join(self.root, 'x.gin'),
                         backbones=['vgg']), r'--backbones=vgg: name one')
 
 
 class PlanFolderTest(tf.test.TestCase):
-  """Folders before conversion: converted by build_tfrecords, then planned."""
+  """Folders before conversion: converted by build_tfrecords, planned, then
+  trained, evaluated and exported in --model_dir (the one command)."""
 
   @classmethod
   def setUpClass(cls):
@@ -164,9 +181,16 @@ class PlanFolderTest(tf.test.TestCase):
       with open(os.path.join(cls.root, 'lists', f'{split}.txt'), 'w') as f:
         f.write('\n'.join(names) + '\n')
     cls.output = os.path.join(cls.root, 'run', 'plan.gin')
-    # The one real measurement of folders.
+    cls.model_dir = os.path.join(cls.root, 'run', 'model')
+    # The one real measurement of folders, and its plan's run: 2 steps (a
+    # binding given to plan ends the file, so it wins), one export.
+    sigterm = signal.getsignal(signal.SIGTERM)
     cls.result = _plan(None, cls.output, **_folder_flags(
-        cls.root, split_list_dir=os.path.join(cls.root, 'lists')))
+        cls.root, split_list_dir=os.path.join(cls.root, 'lists'),
+        model_dir=cls.model_dir, gin_param=[
+            _NO_REWRITES, 'TRAIN_STEPS = 2', 'export_best.enabled = False']))
+    # The run installs the trainer's SIGTERM handler, as the binary does.
+    signal.signal(signal.SIGTERM, sigterm)
 
   @classmethod
   def tearDownClass(cls):
@@ -199,6 +223,30 @@ class PlanFolderTest(tf.test.TestCase):
     # are checked without timing another step.
     gin_config.parse([self.output], [], finalize=False)
     config_checks.check_configuration([self.output], [])
+
+  def test_the_plan_is_trained_evaluated_and_exported_in_model_dir(self):
+    self.assertEqual(self.result.status, 0, self.result.stderr)
+    with open(self.output) as f:
+      text = f.read()
+    # The planned steps, then the binding given to plan, which wins.
+    self.assertRegex(text, r'\nTRAIN_STEPS = \d+\n')
+    self.assertTrue(text.endswith(
+        'TRAIN_STEPS = 2\nexport_best.enabled = False\n'), text)
+    self.assertEqual(tf.train.latest_checkpoint(self.model_dir),
+                     os.path.join(self.model_dir, 'model.ckpt-2'))
+    [record] = results.read_records(os.path.join(self.model_dir, 'eval'))
+    self.assertEqual((record['global_step'], record['num_images']), (2, 2))
+    ious = [record['per_class_iou'][f'class_{c}'] for c in range(3)]
+    self.assertAllClose(record['mean_iou'], np.nanmean(ious))
+    # What the user reads: the evaluation's table, each class's IoU in it.
+    table = results.format_table(record)
+    self.assertIn(table, self.result.stdout)
+    self.assertIn(f'{record["mean_iou"]:.4f}', table)
+    for c, iou in enumerate(ious):
+      self.assertRegex(table, rf'\nclass_{c} +{iou:.4f} ')
+    exported = predictor.find_saved_model(self.model_dir)
+    self.assertStartsWith(exported, os.path.join(self.model_dir, 'export', ''))
+    self.assertTrue(tf.saved_model.contains_saved_model(exported))
 
   def _folders(self, name, stems, **kwargs):
     root = os.path.join(self.root, name)

@@ -28,6 +28,7 @@ import os
 import sys
 
 from absl import flags
+from absl import logging
 import tensorflow as tf
 
 from official_seg import command_line
@@ -285,6 +286,10 @@ def _run(plan_path, model_dir):
   print(f'Training, evaluating and exporting {plan_path} in {model_dir}; '
         f'if stopped, it resumes with train_and_eval --gin_file={plan_path} '
         f'--model_dir={model_dir} ...', flush=True)
+  # The training's progress (loss, steps a second) in the log, as the
+  # binary's; TensorFlow's logger has its own handler.
+  logging.set_verbosity(logging.INFO)
+  tf.get_logger().propagate = False
   with gin_config.parsed_alone([plan_path], []):
     config_checks.check_configuration([plan_path], [])
     preemption.install()

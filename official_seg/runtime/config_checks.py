@@ -114,6 +114,8 @@ def _bound_values(target, name, scope):
           f'{name}.{parameter}', scope, default=_default(target, parameter))
     except (TypeError, ValueError):  # A macro set nowhere: missing_macros.
       values[parameter] = _UNSET
+    if values[parameter] is gin.REQUIRED:  # gin names it when finalizing.
+      values[parameter] = _UNSET
   return values
 
 

@@ -276,7 +276,8 @@ def _set_and_referenced_macros():
   section = _MACRO_SECTION.search(text)
   names = set(re.findall(r'^([A-Za-z_][\w.]*) =', section.group(1), re.M)
               ) if section else set()
-  return names, set(_REFERENCE.findall(text))
+  # gin's own constant: a value a later binding must give (gin checks it).
+  return names, set(_REFERENCE.findall(text)) - {'gin.REQUIRED'}
 
 
 def _where_set(name, gin_files, gin_params):

@@ -117,6 +117,22 @@ class GinFilesTest(tf.test.TestCase, parameterized.TestCase):
                                 'unlabeled_stream.split'):
       config_checks.check_configuration(files, _MACROS)
 
+  def test_required_macro_is_left_to_gin_which_names_it(self):
+    # gin/warm_start/ sets INIT_CHECKPOINT = %gin.REQUIRED: the checks of an
+    # unfinished config pass it over; finalizing names what to set.
+    files = ['experiments/quickstart.gin', 'warm_start/backbone_and_decoder.gin']
+    gin_config.parse(files, _MACROS, finalize=False)
+    config_checks.check_configuration(files, _MACROS)
+    gin.clear_config()
+    with self.assertRaisesRegex(
+        config_checks.ConfigurationError,
+        r'^INIT_CHECKPOINT/macro.value set to `%gin.REQUIRED` but not '
+        r'subsequently overridden.$'):
+      gin_config.parse(files, _MACROS)
+    gin.clear_config()
+    gin_config.parse(files, _MACROS + ["INIT_CHECKPOINT = '/runs/start'"])
+    self.assertEqual(gin.query_parameter('%INIT_CHECKPOINT'), '/runs/start')
+
   def test_unknown_binding_names_the_file(self):
     path = os.path.join(self.create_tempdir().full_path, 'typo.gin')
     with open(path, 'w') as f:

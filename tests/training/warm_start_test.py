@@ -16,6 +16,7 @@ from official_seg.data import tfexample
 from official_seg.datasets import synthetic
 from official_seg.modeling import model as model_lib
 from official_seg.runtime import estimator as estimator_lib
+from official_seg.runtime import gin_config
 from official_seg.runtime import model_fn as model_fn_lib
 from official_seg.runtime import run_config as run_config_lib
 from official_seg.training import warm_start
@@ -27,6 +28,8 @@ THREE_CLASSES = ['NUM_CLASSES = 3', "CLASS_NAMES = ['a', 'b', 'c']"]
 _V2 = list(testing_utils.MOBILENET_V2)
 HEAD = 'segmentation_head/'
 LOGITS = 'segmentation_model/segmentation_head/segmentation_output/'
+# The shipped layer that starts a run from another task's run.
+LAYER = 'warm_start/backbone_and_decoder.gin'
 
 
 class _InitialValues(tf.compat.v1.train.SessionRunHook):
@@ -114,9 +117,15 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     super().setUp()
     gin.clear_config()
 
-  def _train(self, model_dir, extra, max_steps, data_dir=None):
+  def _train(self, model_dir, extra, max_steps, data_dir=None, layers=()):
     testing_utils.parse_tiny_quickstart(data_dir or self.data_dir,
                                         extra=list(extra) + _V2)
+    if layers:  # Parsed again, with the gin files after the experiment.
+      gin.clear_config()
+      gin_config.parse(['experiments/quickstart.gin', *layers],
+                       testing_utils.tiny_bindings(
+                           data_dir or self.data_dir,
+                           extra=list(extra) + _V2), finalize=False)
     estimator, train_fn, _ = estimator_lib.build_estimator(
         run_config_lib.build_run_config(model_dir))[:3]
     hook = _InitialValues()
@@ -162,6 +171,28 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
                      {name: f"RESTORE_EXCLUSIONS '{HEAD}'" for name in head})
     self.assertEqual((report['missing'], report['skipped_shape']), ([], {}))
     self.assertIn('global_step', report['unused'])
+
+  def test_shipped_layer_restores_backbone_and_decoder_not_the_head(self):
+    model_dir = self.create_tempdir().full_path
+    data_dir = self.create_tempdir().full_path
+    _write_three_class_dataset(data_dir)
+    initial, _ = self._train(
+        model_dir, THREE_CLASSES + [f"INIT_CHECKPOINT = '{self.source_dir}'"],
+        max_steps=1, data_dir=data_dir, layers=[LAYER])
+    source = _checkpoint_values(self.source_ckpt)
+    names = _model_variable_names(initial)
+    head = {name for name in names if HEAD in name}
+    self.assertLen(head, 12)
+    for name in names - head:
+      self.assertAllEqual(initial[name], source[name], msg=name)
+    for name in head - {LOGITS + 'kernel', LOGITS + 'bias'}:
+      self.assertFalse(np.array_equal(initial[name], source[name]), msg=name)
+    report = self._read_report(model_dir)
+    self.assertEqual(report['modules'], ['backbone', 'decoder'])
+    self.assertCountEqual(report['restored'], names - head)
+    self.assertEqual(report['excluded'], {
+        name: "module 'head' is not in warm_start.modules" for name in head})
+    self.assertEqual((report['missing'], report['skipped_shape']), ([], {}))
 
   @parameterized.named_parameters(('backbone', ['backbone']), ('all', ['all']))
   def test_object_based_checkpoint_restores_modules_exactly(self, modules):

@@ -28,7 +28,6 @@ import os
 import sys
 
 from absl import flags
-from absl import logging
 import tensorflow as tf
 
 from official_seg import command_line
@@ -46,11 +45,9 @@ from official_seg.datasets import planner
 from official_seg.datasets import sampling_advice
 from official_seg.datasets import stats
 from official_seg.evaluation import results
-from official_seg.runtime import config_checks
-from official_seg.runtime import experiment
 from official_seg.runtime import gin_config
+from official_seg.runtime import gin_file_run
 from official_seg.runtime import memory
-from official_seg.runtime import preemption
 from official_seg.runtime import step_cost
 
 FLAGS = flags.FlagValues()
@@ -286,14 +283,7 @@ def _run(plan_path, model_dir):
   print(f'Training, evaluating and exporting {plan_path} in {model_dir}; '
         f'if stopped, it resumes with train_and_eval --gin_file={plan_path} '
         f'--model_dir={model_dir} ...', flush=True)
-  # The training's progress (loss, steps a second) in the log, as the
-  # binary's; TensorFlow's logger has its own handler.
-  logging.set_verbosity(logging.INFO)
-  tf.get_logger().propagate = False
-  with gin_config.parsed_alone([plan_path], []):
-    config_checks.check_configuration([plan_path], [])
-    preemption.install()
-    record = experiment.run('train_and_eval', model_dir)
+  record = gin_file_run.train_and_eval(plan_path, model_dir)
   print(results.format_table(record))
   print(f'Model: {model_dir}; SavedModel under '
         f'{os.path.join(model_dir, "export")}')

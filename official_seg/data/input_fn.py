@@ -1,10 +1,10 @@
 """input_fn for Estimator and TPUEstimator: shards to batched (features, labels)."""
 
-from absl import logging
 import gin
 import tensorflow as tf
 
 from official_seg import validation
+from official_seg.data import corrupt_records
 from official_seg.data import preprocess
 from official_seg.data import repeat_factors
 from official_seg.data import tfexample
@@ -121,55 +121,6 @@ def pipeline_shards(files, input_context):
   return files, (count, index)
 
 
-def skip_corrupt_examples(records, decode_fn, name,
-                          output_stream=logging.warning):
-  """Decodes records, dropping those that fail, and reports how many failed.
-
-  tf.data's `ignore_errors` drops failed elements silently except for one log
-  line each; counting is done here from the gaps in the record index.
-
-  Args:
-    records: dataset of serialized examples, in a deterministic order.
-    decode_fn: maps a serialized example to a dict of tensors.
-    name: str, the data named in the report, e.g. "split 'train' of DATA".
-    output_stream: where `tf.print` writes the report: a log function, or
-      'file://PATH'.
-
-  Returns:
-    A dataset of decoded examples. Each time examples were dropped, a line
-    "Skipped N corrupt example(s) so far reading <name>" is written; a finite
-    dataset ends with "... N in total" when any were dropped.
-  """
-  end = tf.constant('official_seg:end-of-records')
-  placeholder = tf.constant(tfexample.placeholder_example())
-
-  def decode(index, record):
-    is_end = tf.equal(record, end)
-    # The end marker decodes as a valid placeholder so that it survives.
-    return index, is_end, decode_fn(tf.where(is_end, placeholder, record))
-
-  def count(state, element):
-    skipped, expected = state
-    index, is_end, example = element
-    skipped += index - expected
-    # Autograph turns these into tf.cond; tf.print runs inside tf.data.
-    if index > expected and not is_end:
-      tf.print('Skipped', skipped, 'corrupt example(s) so far reading', name,
-               output_stream=output_stream)
-    if is_end and skipped > 0:
-      tf.print('Skipped', skipped, 'corrupt example(s) in total reading',
-               name, output_stream=output_stream)
-    return (skipped, index + 1), (is_end, example)
-
-  zero = tf.constant(0, tf.int64)
-  decoded = records.concatenate(tf.data.Dataset.from_tensors(end)).enumerate()
-  decoded = decoded.map(decode, num_parallel_calls=AUTOTUNE,
-                        deterministic=True).ignore_errors(log_warning=True)
-  decoded = decoded.scan((zero, zero), count)
-  return decoded.filter(lambda is_end, _: not is_end).map(
-      lambda _, example: example)
-
-
 def _read_records(files, input_context, is_training, repeat, cycle_length,
                   seed, skip_corrupt):
   """Reads the serialized examples of this input pipeline's share."""
@@ -222,7 +173,7 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
       decoded images too.
     cache_filename: str; '' caches in memory, else a file path prefix.
     skip_corrupt: bool; drop examples that fail to read or decode instead of
-      stopping, and log how many (see `skip_corrupt_examples`). A damaged
+      stopping, and log how many (see `corrupt_records`). A damaged
       record in a shard drops the rest of that shard, logged by tf.data.
     repeat_factor_threshold: float; above 0, training repeats each image by
       LVIS's repeat factor (`repeat_factors`, from the split's
@@ -285,7 +236,8 @@ def build_dataset(batch_size, parser, data_dir, split, input_context=None,
 def _decoded(records, decoder, skip_corrupt, cache, cache_filename, name):
   """Decodes records, maybe skipping corrupt ones, maybe caching the result."""
   if skip_corrupt:
-    examples = skip_corrupt_examples(records, decoder.decode, name)
+    examples = corrupt_records.skip_corrupt_examples(records,
+                                                     decoder.decode, name)
   else:
     examples = records.map(decoder.decode, num_parallel_calls=AUTOTUNE)
   return examples.cache(cache_filename) if cache else examples

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorflow.python.autograph.impl import api as autograph_api
 
 from official_seg import validation
+from official_seg.data import corrupt_records
 from official_seg.data import dataset_info
 from official_seg.data import encode
 from official_seg.data import image_classes
@@ -147,7 +148,7 @@ class InputFnTest(testing_utils.TinyDataTestCase):
     _corrupt_shards(self.data_dir, good)
     report = os.path.join(self.create_tempdir().full_path, 'report.txt')
     shard = os.path.join(self.data_dir, 'val-00002-of-00004.tfrecord')
-    decoded = input_lib.skip_corrupt_examples(
+    decoded = corrupt_records.skip_corrupt_examples(
         tf.data.TFRecordDataset(shard), tfexample.Decoder().decode,
         'the corrupt shard', output_stream=f'file://{report}')
     self.assertLen(list(decoded), 1)

@@ -117,6 +117,25 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     super().setUp()
     gin.clear_config()
 
+  def _assert_all_but_the_head_restored(self, initial):
+    """Checks that every variable but the head's starts as the source run's.
+
+    Args:
+      initial: {variable name: its value at step 0} of the warm-started run.
+
+    Returns:
+      (the model's variable names, those of its head), sets of str.
+    """
+    source = _checkpoint_values(self.source_ckpt)
+    names = _model_variable_names(initial)
+    head = {name for name in names if HEAD in name}
+    self.assertLen(head, 12)
+    for name in names - head:
+      self.assertAllEqual(initial[name], source[name], msg=name)
+    for name in head - {LOGITS + 'kernel', LOGITS + 'bias'}:
+      self.assertFalse(np.array_equal(initial[name], source[name]), msg=name)
+    return names, head
+
   def _train(self, model_dir, extra, max_steps, data_dir=None, layers=()):
     testing_utils.parse_tiny_quickstart(data_dir or self.data_dir,
                                         extra=list(extra) + _V2)
@@ -153,15 +172,8 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
             f"RESTORE_EXCLUSIONS = ['{HEAD}']",
             'USE_TPU_ESTIMATOR = True'], max_steps=1,
         data_dir=data_dir)
-    source = _checkpoint_values(self.source_ckpt)
-    names = _model_variable_names(initial)
-    head = {name for name in names if HEAD in name}
-    self.assertLen(head, 12)
-    for name in names - head:
-      self.assertAllEqual(initial[name], source[name], msg=name)
+    names, head = self._assert_all_but_the_head_restored(initial)
     self.assertEqual(initial[LOGITS + 'kernel'].shape, (1, 1, 16, 3))
-    for name in head - {LOGITS + 'kernel', LOGITS + 'bias'}:
-      self.assertFalse(np.array_equal(initial[name], source[name]), msg=name)
 
     report = self._read_report(model_dir)
     self.assertEqual(report['init_checkpoint'], self.source_ckpt)
@@ -179,14 +191,7 @@ class WarmStartTest(tf.test.TestCase, parameterized.TestCase):
     initial, _ = self._train(
         model_dir, THREE_CLASSES + [f"INIT_CHECKPOINT = '{self.source_dir}'"],
         max_steps=1, data_dir=data_dir, layers=[LAYER])
-    source = _checkpoint_values(self.source_ckpt)
-    names = _model_variable_names(initial)
-    head = {name for name in names if HEAD in name}
-    self.assertLen(head, 12)
-    for name in names - head:
-      self.assertAllEqual(initial[name], source[name], msg=name)
-    for name in head - {LOGITS + 'kernel', LOGITS + 'bias'}:
-      self.assertFalse(np.array_equal(initial[name], source[name]), msg=name)
+    names, head = self._assert_all_but_the_head_restored(initial)
     report = self._read_report(model_dir)
     self.assertEqual(report['modules'], ['backbone', 'decoder'])
     self.assertCountEqual(report['restored'], names - head)

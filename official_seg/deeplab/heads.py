@@ -142,6 +142,20 @@ class DeepLabHead(tf.keras.layers.Layer):
     return dict(super().get_config(), **self._config)
 
 
+def _window_sums(size, window, stride, dtype):
+  """[outputs, size]: row i is 1 over the positions of the i-th VALID window.
+
+  Args:
+    size: int32 scalar, the axis' length.
+    window: int32 scalar, at most `size`.
+    stride: int, the step between windows.
+    dtype: the matrix's dtype.
+  """
+  starts = tf.range(0, size - window + 1, stride)[:, None]
+  positions = tf.range(size)[None, :]
+  return tf.cast((positions >= starts) & (positions < starts + window), dtype)
+
+
 def average_pool(features, window, strides):
   """VALID average pooling whose window shrinks to a smaller map.
 
@@ -155,12 +169,16 @@ def average_pool(features, window, strides):
     where the window fits the map; along an axis where it does not, the
     window is the whole axis (one output).
   """
-  # A depthwise convolution with a ones filter: tf.nn.avg_pool2d takes no
-  # window computed from a map whose size is known only when it runs.
-  window = tf.minimum(tf.constant(window), tf.shape(features)[1:3])
-  ones = tf.ones(tf.concat([window, [tf.shape(features)[3], 1]], 0),
-                 features.dtype)
-  summed = tf.nn.depthwise_conv2d(features, ones, [1, *strides, 1], 'VALID')
+  # Window sums as two matrix products: tf.nn.avg_pool2d takes no window
+  # computed from a map whose size is known only when it runs, and a
+  # depthwise convolution of a ones filter fails at unequal strides on
+  # CPUs whose kernels are Eigen's (those without oneDNN's AVX-512 path).
+  size = tf.shape(features)[1:3]
+  window = tf.minimum(tf.constant(window), size)
+  rows = _window_sums(size[0], window[0], strides[0], features.dtype)
+  cols = _window_sums(size[1], window[1], strides[1], features.dtype)
+  summed = tf.einsum('jw,biwc->bijc', cols,
+                     tf.einsum('ih,bhwc->biwc', rows, features))
   return summed / tf.cast(tf.reduce_prod(window), features.dtype)
 
 

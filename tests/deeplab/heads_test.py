@@ -76,6 +76,25 @@ class AveragePoolTest(tf.test.TestCase, parameterized.TestCase):
                         atol=1e-6)
 
 
+  def test_converts_to_tflite_builtins_and_pools_in_its_interpreter(self):
+    # The phone's path of DeepLab's MobileNetV3 models: the pooling at the
+    # export's static size, with TFLite's builtin kernels only.
+    inputs = tf.keras.Input(self.features.shape[1:], batch_size=1)
+    model = tf.keras.Model(inputs, tf.keras.layers.Lambda(
+        lambda x: heads.average_pool(x, (3, 4), (2, 3)))(inputs))
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    interpreter = tf.lite.Interpreter(model_content=converter.convert())
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]['index'],
+                           self.features[:1])
+    interpreter.invoke()
+    pooled = interpreter.get_tensor(
+        interpreter.get_output_details()[0]['index'])
+    self.assertAllClose(pooled, _numpy_pool(self.features[:1], (3, 4), (2, 3)),
+                        atol=1e-6)
+
+
 class DeepLabLRASPPTest(tf.test.TestCase):
 
   def test_a_map_smaller_than_the_window_is_gated_by_its_mean(self):

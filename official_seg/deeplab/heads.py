@@ -150,6 +150,9 @@ def _window_sums(size, window, stride, dtype):
     window: int32 scalar, at most `size`.
     stride: int, the step between windows.
     dtype: the matrix's dtype.
+
+  Returns:
+    [(size - window) // stride + 1, size] of `dtype`, ones and zeros.
   """
   starts = tf.range(0, size - window + 1, stride)[:, None]
   positions = tf.range(size)[None, :]

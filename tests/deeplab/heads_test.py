@@ -12,14 +12,14 @@ import tensorflow as tf
 from official_seg.deeplab import heads
 from tests import testing_utils
 
-# Pools the features of AveragePoolTest at unequal strides with TensorFlow's
+# Pools the features saved at argv[1] at unequal strides with TensorFlow's
 # own (Eigen's) CPU kernels, which CPUs without oneDNN's AVX-512 path run,
 # and prints the result as JSON.
 _ON_EIGEN_KERNELS = """
-import json
+import json, sys
 import numpy as np
 from official_seg.deeplab import heads
-x = np.random.default_rng(0).normal(size=(2, 7, 9, 3)).astype(np.float32)
+x = np.load(sys.argv[1])
 print(json.dumps(heads.average_pool(x, (3, 4), (2, 3)).numpy().tolist()))
 """
 
@@ -61,20 +61,21 @@ class AveragePoolTest(tf.test.TestCase, parameterized.TestCase):
                         _numpy_pool(self.features, (25, 4), (4, 5)),
                         atol=1e-6)
 
-
   def test_unequal_strides_run_on_tensorflows_own_cpu_kernels(self):
     # A depthwise convolution at strides (2, 3), its first form, ran on
     # hosts with oneDNN's AVX-512 kernels and failed on those without.
+    path = os.path.join(self.get_temp_dir(), 'features.npy')
+    np.save(path, self.features)
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS='0', TF_CPP_MIN_LOG_LEVEL='2')
     result = subprocess.run(
-        [sys.executable, '-c', _ON_EIGEN_KERNELS], cwd=testing_utils.REPO,
+        [sys.executable, '-c', _ON_EIGEN_KERNELS, path],
+        cwd=testing_utils.REPO,
         env=env, capture_output=True, text=True, check=False,
         timeout=testing_utils.BINARY_TIMEOUT_SECS)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     pooled = np.array(json.loads(result.stdout.splitlines()[-1]))
     self.assertAllClose(pooled, _numpy_pool(self.features, (3, 4), (2, 3)),
                         atol=1e-6)
-
 
   def test_converts_to_tflite_builtins_and_pools_in_its_interpreter(self):
     # The phone's path of DeepLab's MobileNetV3 models: the pooling at the

@@ -2,9 +2,7 @@
 
 from absl import app
 from absl import flags
-from absl import logging
 import gin
-import tensorflow as tf
 
 from official_seg import command_line
 from official_seg import flags as seg_flags
@@ -12,6 +10,7 @@ from official_seg.data import storage
 from official_seg.evaluation import results
 from official_seg.runtime import config_checks
 from official_seg.runtime import experiment
+from official_seg.runtime import gin_file_run
 from official_seg.runtime import preemption
 from official_seg.runtime import run_config
 
@@ -74,10 +73,12 @@ def main(argv):
   if not FLAGS.gin_file:
     raise app.UsageError('Give at least one --gin_file, e.g. '
                          '--gin_file=gin/experiments/quickstart.gin')
-  logging.set_verbosity(logging.INFO)
-  # TensorFlow's logger has its own handler; propagating to absl's too would
-  # print every line twice.
-  tf.get_logger().propagate = False
+  with gin_file_run.progress_logged():
+    _run()
+
+
+def _run():
+  """Parses and checks the settings, then runs --mode (or its dry run)."""
   _parse_gin()
   if FLAGS.dry_run:  # It writes nothing, the model dir included.
     print(experiment.run(FLAGS.mode, FLAGS.model_dir, check_only=True))

@@ -12,8 +12,8 @@ from official_seg.runtime import preemption
 
 
 @contextlib.contextmanager
-def _progress_logged():
-  """The training's progress (loss, steps a second) logged as the binary's.
+def progress_logged():
+  """The training's progress (loss, steps a second) logged, here and in the binary.
 
   At INFO, TensorFlow's logger on its own handler alone (through absl's too,
   each line would print twice); as they were after, for the caller.
@@ -46,7 +46,7 @@ def train_and_eval(gin_file, model_dir):
   Raises:
     validation.ConfigurationError: the file's settings are wrong.
   """
-  with _progress_logged(), gin_config.parsed_alone([gin_file], []):
+  with progress_logged(), gin_config.parsed_alone([gin_file], []):
     config_checks.check_configuration([gin_file], [])
     preemption.install()
     return experiment.run('train_and_eval', model_dir)

@@ -13,7 +13,7 @@ class ProgressLoggedTest(tf.test.TestCase):
     logging.set_verbosity(logging.WARNING)
     tf.get_logger().propagate = True
     try:
-      with gin_file_run._progress_logged():  # pylint: disable=protected-access
+      with gin_file_run.progress_logged():
         self.assertEqual(logging.get_verbosity(), logging.INFO)
         self.assertFalse(tf.get_logger().propagate)
       self.assertEqual(logging.get_verbosity(), logging.WARNING)
@@ -25,7 +25,7 @@ class ProgressLoggedTest(tf.test.TestCase):
   def test_given_back_when_the_run_raises(self):
     propagate = tf.get_logger().propagate
     with self.assertRaisesRegex(RuntimeError, 'the run stopped'):
-      with gin_file_run._progress_logged():  # pylint: disable=protected-access
+      with gin_file_run.progress_logged():
         raise RuntimeError('the run stopped')
     self.assertEqual(tf.get_logger().propagate, propagate)
 
